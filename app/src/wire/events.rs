@@ -1,0 +1,428 @@
+//! Span events: parsed one by one from JSON so that a bad event is rejected alone.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{check_id, check_trace_id, Invalid, SpanKind, SpanStatus};
+
+/// Bodies longer than this are cut and flagged, never rejected.
+pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_ATTRIBUTES: usize = 256;
+pub const MAX_ATTRIBUTE_BYTES: usize = 64 * 1024;
+pub const MAX_NAME_CHARS: usize = 1024;
+
+/// Attribute names that are a span's own fields: dropped with a warning.
+pub const RESERVED_ATTRIBUTES: &[&str] = &[
+    "run_id", "trace_id", "span_id", "parent_span_id", "name", "kind", "status", "step",
+    "rank", "thread_id", "token_count", "start_us", "end_us", "duration_us", "input",
+    "output", "error", "metrics", "links",
+];
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpanLink {
+    pub trace_id: String,
+    pub span_id: String,
+}
+
+/// A JSON body as stored: its serialized text, possibly cut.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    pub json: String,
+    pub truncated: bool,
+}
+
+impl Body {
+    pub fn from_value(value: &Value) -> Body {
+        let json = value.to_string();
+        if json.len() <= MAX_BODY_BYTES {
+            return Body { json, truncated: false };
+        }
+        // A cut document is no longer JSON: keep its head as text.
+        let mut end = MAX_BODY_BYTES;
+        while !json.is_char_boundary(end) {
+            end -= 1;
+        }
+        Body { json: Value::String(json[..end].to_string()).to_string(), truncated: true }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenEvent {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub kind: SpanKind,
+    pub ts: i64,
+    pub step: Option<i64>,
+    pub rank: Option<i64>,
+    pub thread_id: Option<String>,
+    pub attributes: Map<String, Value>,
+    pub input: Option<Body>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CloseEvent {
+    pub trace_id: String,
+    pub span_id: String,
+    pub ts: i64,
+    pub status: SpanStatus,
+    pub output: Option<Body>,
+    pub error: Option<Body>,
+    pub attributes: Map<String, Value>,
+    pub metrics: Map<String, Value>,
+    pub links: Vec<SpanLink>,
+    pub token_count: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SpanEvent {
+    Open(OpenEvent),
+    Close(CloseEvent),
+}
+
+impl SpanEvent {
+    pub fn trace_id(&self) -> &str {
+        match self {
+            SpanEvent::Open(e) => &e.trace_id,
+            SpanEvent::Close(e) => &e.trace_id,
+        }
+    }
+
+    pub fn span_id(&self) -> &str {
+        match self {
+            SpanEvent::Open(e) => &e.span_id,
+            SpanEvent::Close(e) => &e.span_id,
+        }
+    }
+}
+
+/// An event accepted with something dropped, for the response's `warnings`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    pub index: usize,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rejection {
+    pub index: usize,
+    pub code: String,
+    pub message: String,
+}
+
+/// The answer to an event or metric batch.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchResponse {
+    pub accepted: usize,
+    pub rejected: Vec<Rejection>,
+    pub warnings: Vec<Warning>,
+}
+
+/// Parses one event. Problems that lose only part of it come back as warning texts.
+pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
+    let obj = value
+        .as_object()
+        .ok_or_else(|| Invalid::new("invalid_event", "event must be a JSON object"))?;
+    let mut warnings = Vec::new();
+    let op = req_str(obj, "op")?;
+    let trace_id = req_str(obj, "trace_id")?;
+    check_trace_id(trace_id, "trace_id")?;
+    let span_id = req_str(obj, "span_id")?;
+    check_id(span_id, "span_id")?;
+    let ts = req_int(obj, "ts")?;
+    match op {
+        "open" => {
+            let parent_span_id = opt_str(obj, "parent_span_id")?;
+            if let Some(parent) = parent_span_id {
+                check_id(parent, "parent_span_id")?;
+                if parent == span_id {
+                    return Err(Invalid::new(
+                        "invalid_parent",
+                        "parent_span_id must not be the span's own span_id",
+                    ));
+                }
+            }
+            let name = req_str(obj, "name")?;
+            if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+                return Err(Invalid::new(
+                    "invalid_name",
+                    format!("name must be 1-{MAX_NAME_CHARS} characters"),
+                ));
+            }
+            let kind = SpanKind::parse_field(req_str(obj, "kind")?, "kind")?;
+            let thread_id = opt_str(obj, "thread_id")?.map(str::to_string);
+            if thread_id.as_ref().is_some_and(|t| t.len() > 256) {
+                return Err(Invalid::new("invalid_thread_id", "thread_id must be at most 256 bytes"));
+            }
+            Ok((
+                SpanEvent::Open(OpenEvent {
+                    trace_id: trace_id.to_string(),
+                    span_id: span_id.to_string(),
+                    parent_span_id: parent_span_id.map(str::to_string),
+                    name: name.to_string(),
+                    kind,
+                    ts,
+                    step: opt_non_negative(obj, "step")?,
+                    rank: opt_non_negative(obj, "rank")?,
+                    thread_id,
+                    attributes: attributes(obj, &mut warnings)?,
+                    input: obj.get("input").filter(|v| !v.is_null()).map(Body::from_value),
+                }),
+                warnings,
+            ))
+        }
+        "close" => {
+            let status = SpanStatus::parse_field(req_str(obj, "status")?, "status")?;
+            if status == SpanStatus::Running {
+                return Err(Invalid::new(
+                    "invalid_status",
+                    "status of a close must not be \"running\"",
+                ));
+            }
+            Ok((
+                SpanEvent::Close(CloseEvent {
+                    trace_id: trace_id.to_string(),
+                    span_id: span_id.to_string(),
+                    ts,
+                    status,
+                    output: obj.get("output").filter(|v| !v.is_null()).map(Body::from_value),
+                    error: obj.get("error").filter(|v| !v.is_null()).map(Body::from_value),
+                    attributes: attributes(obj, &mut warnings)?,
+                    metrics: metrics(obj)?,
+                    links: links(obj)?,
+                    token_count: opt_non_negative(obj, "token_count")?,
+                }),
+                warnings,
+            ))
+        }
+        other => Err(Invalid::new(
+            "invalid_op",
+            format!("op {other:?} is not valid; valid values are: open, close"),
+        )),
+    }
+}
+
+fn req_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str, Invalid> {
+    match obj.get(field) {
+        Some(Value::String(s)) => Ok(s),
+        None | Some(Value::Null) => {
+            Err(Invalid::new("missing_field", format!("{field} is required")))
+        }
+        Some(_) => Err(Invalid::new("invalid_field", format!("{field} must be a string"))),
+    }
+}
+
+fn opt_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, Invalid> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Invalid::new("invalid_field", format!("{field} must be a string"))),
+    }
+}
+
+fn req_int(obj: &Map<String, Value>, field: &str) -> Result<i64, Invalid> {
+    match obj.get(field) {
+        None | Some(Value::Null) => {
+            Err(Invalid::new("missing_field", format!("{field} is required")))
+        }
+        Some(v) => v.as_i64().ok_or_else(|| {
+            Invalid::new("invalid_field", format!("{field} must be an integer (microseconds)"))
+        }),
+    }
+}
+
+fn opt_non_negative(obj: &Map<String, Value>, field: &str) -> Result<Option<i64>, Invalid> {
+    match obj.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => match v.as_i64() {
+            Some(n) if n >= 0 => Ok(Some(n)),
+            _ => Err(Invalid::new(
+                "invalid_field",
+                format!("{field} must be a non-negative integer"),
+            )),
+        },
+    }
+}
+
+fn attributes(
+    obj: &Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, Invalid> {
+    let Some(raw) = obj.get("attributes").filter(|v| !v.is_null()) else {
+        return Ok(Map::new());
+    };
+    let raw = raw
+        .as_object()
+        .ok_or_else(|| Invalid::new("invalid_attributes", "attributes must be an object"))?;
+    let mut kept = Map::new();
+    let mut over = 0usize;
+    for (name, value) in raw {
+        check_attribute(name, value)?;
+        if RESERVED_ATTRIBUTES.contains(&name.as_str()) {
+            warnings.push(format!(
+                "attributes.{name} was dropped: {name} is a span field, not an attribute"
+            ));
+        } else if kept.len() == MAX_ATTRIBUTES {
+            over += 1;
+        } else {
+            kept.insert(name.clone(), value.clone());
+        }
+    }
+    if over > 0 {
+        warnings.push(format!(
+            "{over} attributes past the first {MAX_ATTRIBUTES} were dropped"
+        ));
+    }
+    Ok(kept)
+}
+
+/// Attribute values are a bool, a number, a string or a list of strings, each at most
+/// 64 KiB.
+pub fn check_attribute(name: &str, value: &Value) -> Result<(), Invalid> {
+    if name.is_empty() || name.len() > 256 {
+        return Err(Invalid::new(
+            "invalid_attribute",
+            "attribute names must be 1-256 bytes",
+        ));
+    }
+    let size = match value {
+        Value::Bool(_) | Value::Number(_) => 0,
+        Value::String(s) => s.len(),
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            items.iter().map(|s| s.as_str().map_or(0, str::len)).sum()
+        }
+        _ => {
+            return Err(Invalid::new(
+                "invalid_attribute",
+                format!(
+                    "attributes.{name} must be a bool, integer, float, string or list of strings"
+                ),
+            ))
+        }
+    };
+    if size > MAX_ATTRIBUTE_BYTES {
+        return Err(Invalid::new(
+            "invalid_attribute",
+            format!("attributes.{name} is {size} bytes; the limit is {MAX_ATTRIBUTE_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
+fn metrics(obj: &Map<String, Value>) -> Result<Map<String, Value>, Invalid> {
+    let Some(raw) = obj.get("metrics").filter(|v| !v.is_null()) else {
+        return Ok(Map::new());
+    };
+    let raw = raw
+        .as_object()
+        .ok_or_else(|| Invalid::new("invalid_metrics", "metrics must be an object"))?;
+    for (name, value) in raw {
+        if !value.as_f64().is_some_and(f64::is_finite) {
+            return Err(Invalid::new(
+                "invalid_metrics",
+                format!("metrics.{name} must be a finite number"),
+            ));
+        }
+    }
+    Ok(raw.clone())
+}
+
+fn links(obj: &Map<String, Value>) -> Result<Vec<SpanLink>, Invalid> {
+    let Some(raw) = obj.get("links").filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let bad = || Invalid::new("invalid_links", "links must be a list of {trace_id, span_id}");
+    let list = raw.as_array().ok_or_else(bad)?;
+    list.iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let link: SpanLink = serde_json::from_value(item.clone()).map_err(|_| bad())?;
+            check_id(&link.trace_id, &format!("links[{i}].trace_id"))?;
+            check_id(&link.span_id, &format!("links[{i}].span_id"))?;
+            Ok(link)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn open() -> Value {
+        json!({"op": "open", "trace_id": "t1", "span_id": "s1", "name": "rollout", "kind": "rollout", "ts": 10})
+    }
+
+    #[test]
+    fn a_valid_open_and_close_parse() {
+        let (event, warnings) = parse_event(&open()).unwrap();
+        assert!(warnings.is_empty());
+        assert!(matches!(event, SpanEvent::Open(ref o) if o.kind == SpanKind::Rollout));
+        let close = json!({"op": "close", "trace_id": "t1", "span_id": "s1", "ts": 20,
+            "status": "error", "error": {"type": "ValueError", "message": "bad"}, "token_count": 3});
+        let (event, _) = parse_event(&close).unwrap();
+        let SpanEvent::Close(close) = event else { panic!("expected a close") };
+        assert_eq!(close.status, SpanStatus::Error);
+        assert_eq!(close.token_count, Some(3));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            ("kind", json!("llm"), "invalid_kind", "kind \"llm\""),
+            ("step", json!(-1), "invalid_field", "step must be a non-negative integer"),
+            ("rank", json!(1.5), "invalid_field", "rank must be"),
+            ("trace_id", json!("steps"), "invalid_id", "trace_id \"steps\""),
+            ("ts", json!("now"), "invalid_field", "ts must be an integer"),
+            ("attributes", json!({"x": {"nested": 1}}), "invalid_attribute", "attributes.x"),
+        ];
+        for (field, value, code, text) in cases {
+            let mut event = open();
+            event[field] = value;
+            let err = parse_event(&event).unwrap_err();
+            assert_eq!(err.code, code, "{field}");
+            assert!(err.message.contains(text), "{field}: {}", err.message);
+        }
+        let mut event = open();
+        event.as_object_mut().unwrap().remove("name");
+        assert_eq!(parse_event(&event).unwrap_err().message, "name is required");
+    }
+
+    #[test]
+    fn reserved_attributes_are_dropped_with_a_warning() {
+        let mut event = open();
+        event["attributes"] = json!({"status": "ok", "env": "CartPole"});
+        let (SpanEvent::Open(o), warnings) = parse_event(&event).unwrap() else {
+            panic!("expected an open")
+        };
+        assert_eq!(o.attributes.len(), 1);
+        assert!(warnings[0].contains("attributes.status"));
+    }
+
+    #[test]
+    fn only_the_first_256_attributes_are_kept() {
+        let mut attrs = Map::new();
+        for i in 0..300 {
+            attrs.insert(format!("a{i:03}"), json!(i));
+        }
+        let mut event = open();
+        event["attributes"] = Value::Object(attrs);
+        let (SpanEvent::Open(o), warnings) = parse_event(&event).unwrap() else {
+            panic!("expected an open")
+        };
+        assert_eq!(o.attributes.len(), MAX_ATTRIBUTES);
+        assert!(o.attributes.contains_key("a000") && !o.attributes.contains_key("a299"));
+        assert!(warnings[0].contains("44 attributes"));
+    }
+
+    #[test]
+    fn an_oversized_body_is_cut_and_flagged() {
+        let big = "x".repeat(MAX_BODY_BYTES + 10);
+        let body = Body::from_value(&Value::String(big));
+        assert!(body.truncated);
+        let text: String = serde_json::from_str(&body.json).unwrap();
+        assert!(text.len() <= MAX_BODY_BYTES);
+        assert!(!Body::from_value(&json!({"a": 1})).truncated);
+    }
+}

@@ -1,0 +1,45 @@
+//! The wire types of the HTTP API (see API.md): shared by the server, the browser
+//! code and the Rust client, so every side parses and prints the same shapes.
+
+mod events;
+mod ids;
+mod kinds;
+mod metrics;
+mod read;
+mod runs;
+
+pub use events::*;
+pub use ids::*;
+pub use kinds::*;
+pub use metrics::*;
+pub use read::*;
+pub use runs::*;
+
+use serde::{Deserialize, Serialize};
+
+/// The JSON error shape every failing endpoint answers with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
+
+/// A field that failed validation: the code clients branch on and a sentence that
+/// names the field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Invalid {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self { code, message: message.into() }
+    }
+}

@@ -1,0 +1,116 @@
+//! Shapes of the read endpoints.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{SpanKind, SpanLink, SpanStatus};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    pub run_id: String,
+    pub run_name: String,
+    pub project: String,
+    pub trace_id: String,
+    pub root_span_id: Option<String>,
+    pub name: String,
+    pub kind: Option<SpanKind>,
+    pub status: SpanStatus,
+    pub kinds: Vec<SpanKind>,
+    pub span_count: i64,
+    pub error_count: i64,
+    pub token_count: i64,
+    pub iteration_count: i64,
+    pub step: Option<i64>,
+    pub rank: Option<i64>,
+    pub thread_id: Option<String>,
+    pub rollout_id: Option<String>,
+    pub start_us: Option<i64>,
+    pub end_us: Option<i64>,
+    pub duration_us: Option<i64>,
+    pub updated_us: i64,
+    pub attributes: Map<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceWindow {
+    pub since_us: Option<i64>,
+    pub until_us: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceList {
+    pub traces: Vec<TraceSummary>,
+    pub next_cursor: Option<String>,
+    pub window: Option<TraceWindow>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpanNode {
+    pub span_id: String,
+    pub parent_span_id: Option<String>,
+    pub name: String,
+    pub kind: SpanKind,
+    pub status: SpanStatus,
+    pub start_us: i64,
+    pub end_us: Option<i64>,
+    pub duration_us: Option<i64>,
+    pub step: Option<i64>,
+    pub rank: Option<i64>,
+    pub child_count: i64,
+    pub error_count: i64,
+    pub token_count: Option<i64>,
+    pub orphan: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpanPage {
+    pub spans: Vec<SpanNode>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpanDetail {
+    #[serde(flatten)]
+    pub node: SpanNode,
+    pub run_id: String,
+    pub trace_id: String,
+    pub thread_id: Option<String>,
+    pub attributes: Map<String, Value>,
+    pub metrics: Map<String, Value>,
+    pub links: Vec<SpanLink>,
+    pub input: Option<Value>,
+    pub output: Option<Value>,
+    pub error: Option<Value>,
+    pub input_truncated: bool,
+    pub output_truncated: bool,
+    pub path: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepActivity {
+    pub step: i64,
+    pub traces: i64,
+    pub errored: i64,
+    pub running: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTotals {
+    pub traces: i64,
+    pub errored: i64,
+    pub running: i64,
+    pub unstepped: i64,
+    pub min_step: Option<i64>,
+    pub max_step: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepsResponse {
+    pub steps: Vec<StepActivity>,
+    pub totals: StepTotals,
+    pub truncated: bool,
+    pub limit: usize,
+}
+
+/// The first distinct steps the timeline covers.
+pub const STEP_LIMIT: usize = 2_000;

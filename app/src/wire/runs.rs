@@ -1,0 +1,89 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{check_project, Invalid, RunStatus};
+
+/// `PUT /api/runs/{run_id}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunUpsert {
+    pub project: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_us: Option<i64>,
+}
+
+impl RunUpsert {
+    pub fn validate(&self) -> Result<(), Invalid> {
+        check_project(&self.project)?;
+        if self.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
+            return Err(Invalid::new("invalid_name", "name must be at most 256 characters"));
+        }
+        if self.start_us.is_some_and(|s| s < 0) {
+            return Err(Invalid::new("invalid_field", "start_us must be a non-negative integer"));
+        }
+        Ok(())
+    }
+}
+
+/// `POST /api/runs/{run_id}/finish`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunFinish {
+    pub status: RunStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_us: Option<i64>,
+}
+
+impl RunFinish {
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.status == RunStatus::Running {
+            return Err(Invalid::new(
+                "invalid_status",
+                "status must be \"finished\" or \"failed\"",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub project: String,
+    pub name: String,
+    pub status: RunStatus,
+    pub start_us: i64,
+    pub end_us: Option<i64>,
+    pub trace_count: i64,
+    pub error_trace_count: i64,
+    pub updated_us: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub summary: RunSummary,
+    pub config: Value,
+    pub metric_keys: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    pub runs: Vec<RunSummary>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProjectSummary {
+    pub name: String,
+    pub runs: i64,
+    pub traces: i64,
+    pub updated_us: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProjectList {
+    pub projects: Vec<ProjectSummary>,
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs the build tools Treeline needs, outside the clone, so a second run (and a
+# fresh clone on the same machine) skips them. Idempotent: each step checks first.
+#
+#   TOOLS_DIR   where tools go (default ~/.cache/treeline-tools); its bin/ goes on PATH.
+#   WANT        space-separated subset of: wasm leptos bindgen wasmopt chromium node python
+set -euo pipefail
+
+TOOLS_DIR=${TOOLS_DIR:-$HOME/.cache/treeline-tools}
+WANT=${WANT:-"wasm leptos bindgen wasmopt"}
+CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+LEPTOS_VERSION=0.3.11
+BINARYEN_VERSION=132.0.0
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# wasm-bindgen-cli must equal the wasm-bindgen in Cargo.lock.
+BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); print; exit}' "$ROOT/Cargo.lock" 2>/dev/null || true)
+
+mkdir -p "$TOOLS_DIR/bin"
+export PATH="$TOOLS_DIR/bin:$CARGO_HOME/bin:$PATH"
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+wants() { [[ " $WANT " == *" $1 "* ]]; }
+
+# Unpacks a crate's published source into $2 through cargo itself.
+crate_source() {
+  local name=$1 version=$2 dest=$3
+  (cd "$TOOLS_DIR" && cargo info "$name@$version" >/dev/null)
+  local crate
+  crate=$(ls "$CARGO_HOME"/registry/cache/*/"$name-$version.crate" | head -1)
+  rm -rf "$dest" && mkdir -p "$dest"
+  tar xzf "$crate" -C "$dest" --strip-components=1
+}
+
+if wants wasm && ! rustup target list --installed | grep -q wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSION"; then
+  say "building cargo-leptos $LEPTOS_VERSION (about 15 minutes on 2 cores, once)"
+  src="$TOOLS_DIR/src/cargo-leptos"
+  crate_source cargo-leptos "$LEPTOS_VERSION" "$src"
+  # Its lock pins a cargo-util-schemas that needs a newer rustc than ours.
+  (cd "$src" && cargo update -p cargo-util-schemas --precise 0.14.1 &&
+    cargo install --path . --locked --root "$TOOLS_DIR" --features no_downloads)
+fi
+
+if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+  say "building wasm-bindgen-cli $BINDGEN_VERSION (about 2 minutes, once)"
+  src="$TOOLS_DIR/src/wasm-bindgen-cli"
+  crate_source wasm-bindgen-cli "$BINDGEN_VERSION" "$src"
+  # The registry here lacks the webpki-roots its lock names.
+  (cd "$src" && { cargo update -p webpki-roots --precise 1.0.10 || true; } &&
+    cargo install --path . --locked --root "$TOOLS_DIR")
+fi
+
+if wants wasmopt && ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
+  # Debian's binaryen miscompiles our release wasm; npm's is current.
+  say "installing wasm-opt from npm's binaryen $BINARYEN_VERSION"
+  mkdir -p "$TOOLS_DIR/npm"
+  (cd "$TOOLS_DIR/npm" && npm install --no-audit --no-fund --silent "binaryen@$BINARYEN_VERSION")
+  ln -sf "$TOOLS_DIR/npm/node_modules/.bin/wasm-opt" "$TOOLS_DIR/bin/wasm-opt"
+fi
+
+if wants chromium && [ ! -x /usr/bin/chromium ]; then
+  say "installing Debian's chromium"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
+if wants node && [ ! -d "$ROOT/end2end/node_modules/@playwright/test" ]; then
+  say "installing the end-to-end test packages"
+  (cd "$ROOT/end2end" && npm ci --no-audit --no-fund --silent)
+fi
+
+say "tools ready in $TOOLS_DIR"

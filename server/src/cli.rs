@@ -1,0 +1,120 @@
+//! The `treeline` command line.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Parser, Subcommand};
+
+use crate::http::{AppState, DEFAULT_WINDOW_US};
+use crate::{serve, store};
+
+#[derive(Parser)]
+#[command(name = "treeline", version, about = "Tracing dashboard for machine-learning runs")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the dashboard and the HTTP API (the default).
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Parser, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on. Without API keys, keep it on loopback.
+    #[arg(long, env = "TREELINE_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// Directory for the embedded SQLite database, created on first start.
+    #[arg(long, env = "TREELINE_DATA_DIR", default_value = "./treeline-data")]
+    pub data_dir: PathBuf,
+    /// Database to use instead of the embedded one: sqlite:PATH or postgres://…
+    #[arg(long, env = "TREELINE_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// An API key that writes must present as `Authorization: Bearer <key>`.
+    /// Repeat for several; TREELINE_API_KEYS takes a comma-separated list.
+    #[arg(long = "api-key", env = "TREELINE_API_KEYS", value_delimiter = ',')]
+    pub api_keys: Vec<String>,
+    /// Directory of the built dashboard (wasm, js, css); found beside the binary by default.
+    #[arg(long, env = "TREELINE_SITE_DIR")]
+    pub site_dir: Option<PathBuf>,
+    /// Days that project-wide trace browsing looks back by default.
+    #[arg(long, env = "TREELINE_WINDOW_DAYS", default_value_t = 7)]
+    pub window_days: i64,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs::parse_from(["serve"])
+    }
+}
+
+impl ServeArgs {
+    pub fn database_url(&self) -> String {
+        self.database_url.clone().unwrap_or_else(|| {
+            format!("sqlite:{}", self.data_dir.join("treeline.db").to_string_lossy())
+        })
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("treeline: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
+        Command::Serve(args) => runtime.block_on(serve_command(args)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("treeline: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve_command(args: ServeArgs) -> Result<(), String> {
+    let url = args.database_url();
+    if url.starts_with("sqlite:") {
+        std::fs::create_dir_all(&args.data_dir)
+            .map_err(|e| format!("cannot create data directory {}: {e}", args.data_dir.display()))?;
+    }
+    let store = store::open(&url).await.map_err(|e| format!("cannot open the database: {e}"))?;
+    if let Ok(n) = store.idempotency_prune(crate::http::now_us() - 48 * 3600 * 1_000_000).await {
+        tracing::debug!(pruned = n, "old idempotency keys removed");
+    }
+    let mut state = AppState::new(store);
+    state.api_keys = Arc::new(args.api_keys.iter().filter(|k| !k.is_empty()).cloned().collect());
+    state.window_us = args.window_days.max(1) * (DEFAULT_WINDOW_US / 7);
+    if state.api_keys.is_empty() {
+        if !args.addr.ip().is_loopback() {
+            return Err(format!(
+                "refusing to listen on {} without API keys: pass --api-key (or TREELINE_API_KEYS), or listen on 127.0.0.1",
+                args.addr
+            ));
+        }
+        tracing::warn!("no API keys configured: writes are open to anyone who can reach {}", args.addr);
+    }
+    let site_root = args.site_dir.clone().unwrap_or_else(serve::default_site_root);
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let database = if url.starts_with("sqlite:") { url.clone() } else { "postgres".into() };
+    tracing::info!(%database, site = %site_root.display(), "Treeline is serving on http://{addr}");
+    serve::run(listener, serve::app(state, &site_root, addr)).await.map_err(|e| e.to_string())
+}

@@ -1,0 +1,112 @@
+//! Request bodies: size limits on the wire and after decompression (a zip bomb is cut
+//! off as it inflates, never held whole), gzip and zstd, and JSON.
+
+use std::io::Read;
+
+use axum::body::{to_bytes, Body};
+use axum::http::{header, HeaderMap};
+use bytes::Bytes;
+use serde_json::Value;
+
+use super::error::{ApiError, ApiResult};
+
+pub const MAX_WIRE_BYTES: usize = 32 * 1024 * 1024;
+pub const MAX_INFLATED_BYTES: usize = 64 * 1024 * 1024;
+
+fn too_large(message: String) -> ApiError {
+    ApiError::TooLarge { code: "payload_too_large", message }
+}
+
+/// Reads the body, decompressing it as its Content-Encoding says.
+pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
+    let wire = to_bytes(body, MAX_WIRE_BYTES)
+        .await
+        .map_err(|_| too_large(format!("request body is over {} MiB", MAX_WIRE_BYTES >> 20)))?;
+    let encoding = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("identity")
+        .trim()
+        .to_ascii_lowercase();
+    match encoding.as_str() {
+        "" | "identity" => Ok(wire),
+        "gzip" | "x-gzip" => inflate(flate2::read::GzDecoder::new(&wire[..]), "gzip"),
+        "zstd" => {
+            let decoder = zstd::stream::read::Decoder::new(&wire[..])
+                .map_err(|e| ApiError::bad("invalid_body", format!("zstd body: {e}")))?;
+            inflate(decoder, "zstd")
+        }
+        other => Err(ApiError::UnsupportedEncoding(format!(
+            "Content-Encoding {other:?} is not supported; use gzip or zstd"
+        ))),
+    }
+}
+
+fn inflate(reader: impl Read, name: &str) -> ApiResult<Bytes> {
+    let mut out = Vec::new();
+    reader
+        .take(MAX_INFLATED_BYTES as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| ApiError::bad("invalid_body", format!("{name} body could not be decompressed: {e}")))?;
+    if out.len() > MAX_INFLATED_BYTES {
+        return Err(too_large(format!(
+            "request body is over {} MiB once decompressed",
+            MAX_INFLATED_BYTES >> 20
+        )));
+    }
+    Ok(Bytes::from(out))
+}
+
+pub fn json(bytes: &[u8]) -> ApiResult<Value> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| ApiError::bad("invalid_json", format!("request body is not valid JSON: {e}")))
+}
+
+/// The list under `field` of a JSON object body, at most `max` long.
+pub fn list(body: Value, field: &str, max: usize) -> ApiResult<Vec<Value>> {
+    let Value::Object(mut obj) = body else {
+        return Err(ApiError::bad("invalid_body", format!("body must be an object with a {field} list")));
+    };
+    let Some(Value::Array(items)) = obj.remove(field) else {
+        return Err(ApiError::bad("invalid_body", format!("{field} must be a list")));
+    };
+    if items.len() > max {
+        return Err(ApiError::TooLarge {
+            code: "too_many_items",
+            message: format!("{field} has {} items; at most {max} per request", items.len()),
+        });
+    }
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[tokio::test]
+    async fn a_zip_bomb_is_refused_without_inflating_it_whole() {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..80 {
+            enc.write_all(&zeros).unwrap();
+        }
+        let bomb = enc.finish().unwrap();
+        assert!(bomb.len() < 1 << 20);
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_ENCODING, "gzip".parse().unwrap());
+        let err = read(&headers, Body::from(bomb)).await.unwrap_err();
+        assert!(matches!(err, ApiError::TooLarge { .. }), "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn zstd_and_gzip_bodies_are_read() {
+        let text = br#"{"events": []}"#;
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_ENCODING, "zstd".parse().unwrap());
+        let packed = zstd::encode_all(&text[..], 3).unwrap();
+        assert_eq!(&read(&headers, Body::from(packed)).await.unwrap()[..], text);
+        headers.insert(header::CONTENT_ENCODING, "br".parse().unwrap());
+        assert!(read(&headers, Body::from(text.to_vec())).await.is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! The one error type of the HTTP layer, and the one place it becomes the JSON error
+//! shape. Internal details go to the log, never to the client.
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use treeline_app::wire::{ErrorBody, ErrorDetail, Invalid};
+
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest { code: &'static str, message: String },
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{message}")]
+    NotFound { code: &'static str, message: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{message}")]
+    TooLarge { code: &'static str, message: String },
+    #[error("{0}")]
+    UnsupportedEncoding(String),
+    #[error("{0}")]
+    IdempotencyKeyReused(String),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn bad(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest { code, message: message.into() }
+    }
+
+    pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::NotFound { code, message: message.into() }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
+            ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::NotFound { code, .. } => (StatusCode::NOT_FOUND, code),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "run_project_conflict"),
+            ApiError::TooLarge { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code),
+            ApiError::UnsupportedEncoding(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_encoding")
+            }
+            ApiError::IdempotencyKeyReused(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
+            }
+            ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
+        }
+    }
+}
+
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        ApiError::BadRequest { code: e.code, message: e.message }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::RunNotFound(id) => {
+                ApiError::not_found("run_not_found", format!("run {id} not found"))
+            }
+            StoreError::ProjectConflict { run_id, existing } => ApiError::Conflict(format!(
+                "run {run_id} already belongs to project {existing:?}; project cannot change"
+            )),
+            StoreError::BadCursor => ApiError::bad("invalid_cursor", "cursor is not valid"),
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// The JSON error response for a status and code.
+pub fn error_response(status: StatusCode, code: &str, message: String) -> Response {
+    let body = ErrorBody { error: ErrorDetail { code: code.to_string(), message } };
+    let mut response = (status, Json(body)).into_response();
+    response.headers_mut().insert(header::CACHE_CONTROL, "no-store".parse().expect("static header"));
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.parts();
+        let message = match &self {
+            ApiError::Internal(detail) => {
+                tracing::error!(%detail, "request failed");
+                "the server could not complete the request; the error was logged".to_string()
+            }
+            other => other.to_string(),
+        };
+        error_response(status, code, message)
+    }
+}

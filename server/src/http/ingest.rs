@@ -1,0 +1,168 @@
+//! The write endpoints. Each validates item by item, writes through the store in one
+//! transaction, and answers only after the commit.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{post, put};
+use axum::{Json, Router};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use treeline_app::wire::{
+    check_id, parse_event, parse_metric_point, BatchResponse, Rejection, RunFinish, RunUpsert,
+    Warning,
+};
+
+use super::body;
+use super::error::{ApiError, ApiResult};
+use super::{now_us, AppState};
+use crate::store::IdempotencyRecord;
+
+pub const MAX_ITEMS: usize = 10_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/runs/{run_id}", put(upsert_run))
+        .route("/runs/{run_id}/finish", post(finish_run))
+        .route("/runs/{run_id}/metrics", post(write_metrics))
+        .route("/runs/{run_id}/traces/events", post(write_events))
+}
+
+async fn upsert_run(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    check_id(&run_id, "run_id")?;
+    let bytes = body::read(&headers, raw).await?;
+    let run: RunUpsert = serde_json::from_value(body::json(&bytes)?)
+        .map_err(|e| ApiError::bad("invalid_body", format!("run: {e}")))?;
+    run.validate()?;
+    let created = state.store.upsert_run(&run_id, &run, now_us()).await?;
+    let detail = state.store.get_run(&run_id).await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, Json(detail)).into_response())
+}
+
+async fn finish_run(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    check_id(&run_id, "run_id")?;
+    let bytes = body::read(&headers, raw).await?;
+    idempotent(&state, &headers, &format!("finish/{run_id}"), &bytes, || async {
+        let finish: RunFinish = serde_json::from_value(body::json(&bytes)?)
+            .map_err(|e| ApiError::bad("invalid_body", format!("finish: {e}")))?;
+        finish.validate()?;
+        state.store.finish_run(&run_id, &finish, now_us()).await?;
+        Ok(serde_json::to_value(state.store.get_run(&run_id).await?).unwrap_or(Value::Null))
+    })
+    .await
+}
+
+async fn write_metrics(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    check_id(&run_id, "run_id")?;
+    let bytes = body::read(&headers, raw).await?;
+    idempotent(&state, &headers, &format!("metrics/{run_id}"), &bytes, || async {
+        let items = body::list(body::json(&bytes)?, "points", MAX_ITEMS)?;
+        let mut response = BatchResponse::default();
+        let mut points = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            match parse_metric_point(item) {
+                Ok(point) => points.push(point),
+                Err(e) => response.rejected.push(rejection(index, e)),
+            }
+        }
+        state.store.write_metrics(&run_id, &points).await?;
+        response.accepted = points.len();
+        Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+    })
+    .await
+}
+
+async fn write_events(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+    raw: Body,
+) -> ApiResult<Response> {
+    check_id(&run_id, "run_id")?;
+    let bytes = body::read(&headers, raw).await?;
+    idempotent(&state, &headers, &format!("events/{run_id}"), &bytes, || async {
+        let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
+        let mut response = BatchResponse::default();
+        let mut events = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            match parse_event(item) {
+                Ok((event, warnings)) => {
+                    response.warnings.extend(warnings.into_iter().map(|message| Warning { index, message }));
+                    events.push((index, event));
+                }
+                Err(e) => response.rejected.push(rejection(index, e)),
+            }
+        }
+        response.accepted = events.len();
+        let warnings = state.store.write_events(&run_id, events, now_us()).await?;
+        response.warnings.extend(warnings);
+        response.warnings.sort_by_key(|w| w.index);
+        Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+    })
+    .await
+}
+
+fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
+    Rejection { index, code: e.code.to_string(), message: e.message }
+}
+
+/// Runs `write` once per Idempotency-Key: a retry with the same body gets the first
+/// answer back (with `Idempotent-Replayed: true`); another body under the key is 422.
+async fn idempotent<F, Fut>(
+    state: &AppState,
+    headers: &HeaderMap,
+    scope: &str,
+    bytes: &[u8],
+    write: F,
+) -> ApiResult<Response>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ApiResult<Value>>,
+{
+    let key = match headers.get("idempotency-key") {
+        None => return Ok(Json(write().await?).into_response()),
+        Some(v) => v
+            .to_str()
+            .ok()
+            .filter(|k| !k.is_empty() && k.len() <= 255)
+            .ok_or_else(|| ApiError::bad("invalid_idempotency_key", "Idempotency-Key must be 1-255 visible characters"))?
+            .to_string(),
+    };
+    let mut hasher = Sha256::new();
+    hasher.update(scope.as_bytes());
+    hasher.update([0]);
+    hasher.update(bytes);
+    let fingerprint = format!("{:x}", hasher.finalize());
+    if let Some(record) = state.store.idempotency_get(&key).await? {
+        if record.fingerprint != fingerprint {
+            return Err(ApiError::IdempotencyKeyReused(format!(
+                "Idempotency-Key {key:?} was already used with a different request"
+            )));
+        }
+        let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
+        let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], record.response).into_response();
+        response.headers_mut().insert("idempotent-replayed", "true".parse().expect("static header"));
+        return Ok(response);
+    }
+    let value = write().await?;
+    let record = IdempotencyRecord { key, fingerprint, status: 200, response: value.to_string() };
+    state.store.idempotency_put(&record, now_us()).await?;
+    Ok(Json(value).into_response())
+}

@@ -1,0 +1,74 @@
+//! The HTTP API (API.md): `router(state)` so tests can drive it with `oneshot`.
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod ingest;
+pub mod query;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+
+use crate::store::Store;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub api_keys: Arc<Vec<String>>,
+    /// How far back project-scoped trace browsing looks by default.
+    pub window_us: i64,
+}
+
+pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
+
+impl AppState {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        AppState { store, api_keys: Arc::new(Vec::new()), window_us: DEFAULT_WINDOW_US }
+    }
+}
+
+pub fn now_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+/// The `/api` router.
+pub fn router(state: AppState) -> Router {
+    let writes = ingest::router().route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
+    Router::new()
+        .merge(writes)
+        .merge(query::router())
+        .fallback(|| async { error::error_response(StatusCode::NOT_FOUND, "not_found", "no such API endpoint".into()) })
+        .layer(middleware::from_fn(json_errors))
+        .layer(DefaultBodyLimit::disable())
+        .with_state(state)
+}
+
+/// Rewrites the framework's own plain-text rejections (a wrong method, a malformed
+/// path) into the JSON error shape, so every API error reads the same.
+async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let code = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        s if s.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let message = status.canonical_reason().unwrap_or("request failed").to_lowercase();
+    error::error_response(status, code, message)
+}

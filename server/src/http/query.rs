@@ -1,0 +1,269 @@
+//! The read endpoints.
+
+use std::collections::HashMap;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use treeline_app::wire::{
+    check_id, check_trace_id, downsample, MetricSeries, ProjectList, RunDetail, RunList,
+    SpanDetail, SpanKind, SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary,
+    TraceWindow,
+};
+
+use super::error::{ApiError, ApiResult};
+use super::{now_us, AppState};
+use crate::store::{Cursor, TraceQuery, TraceSort};
+
+pub const MAX_TERMS: usize = 8;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/projects", get(projects))
+        .route("/runs", get(runs))
+        .route("/runs/{run_id}", get(run))
+        .route("/runs/{run_id}/metrics", get(metrics))
+        .route("/traces", get(traces))
+        .route("/runs/{run_id}/traces", get(run_traces))
+        .route("/runs/{run_id}/traces/steps", get(steps))
+        .route("/runs/{run_id}/traces/{trace_id}", get(trace))
+        .route("/runs/{run_id}/traces/{trace_id}/spans", get(spans))
+        .route("/runs/{run_id}/traces/{trace_id}/spans/{span_id}", get(span))
+}
+
+/// Query parameters, parsed leniently so that every problem is ours to word.
+struct Params(HashMap<String, String>);
+
+impl Params {
+    fn new(raw: Option<String>) -> Self {
+        let pairs = form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        Params(pairs)
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    fn int(&self, name: &str) -> ApiResult<Option<i64>> {
+        self.text(name)
+            .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad("invalid_parameter", format!("{name} must be an integer"))))
+            .transpose()
+    }
+
+    fn non_negative(&self, name: &str) -> ApiResult<Option<i64>> {
+        match self.int(name)? {
+            Some(v) if v < 0 => Err(ApiError::bad("invalid_parameter", format!("{name} must be a non-negative integer"))),
+            other => Ok(other),
+        }
+    }
+
+    fn limit(&self, default: usize, max: usize) -> ApiResult<usize> {
+        match self.int("limit")? {
+            None => Ok(default),
+            Some(n) if n >= 1 && n as usize <= max => Ok(n as usize),
+            Some(_) => Err(ApiError::bad("invalid_parameter", format!("limit must be between 1 and {max}"))),
+        }
+    }
+
+    fn cursor(&self) -> ApiResult<Option<Cursor>> {
+        self.text("cursor").map(|c| Cursor::decode(c).map_err(ApiError::from)).transpose()
+    }
+}
+
+async fn projects(State(state): State<AppState>) -> ApiResult<Json<ProjectList>> {
+    Ok(Json(state.store.list_projects().await?))
+}
+
+async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<RunList>> {
+    let p = Params::new(raw);
+    let cursor = p.cursor()?;
+    Ok(Json(state.store.list_runs(p.text("project"), p.limit(50, 500)?, cursor.as_ref()).await?))
+}
+
+async fn run(State(state): State<AppState>, Path(run_id): Path<String>) -> ApiResult<Json<RunDetail>> {
+    check_id(&run_id, "run_id")?;
+    Ok(Json(find_run(&state, &run_id).await?))
+}
+
+async fn find_run(state: &AppState, run_id: &str) -> ApiResult<RunDetail> {
+    state
+        .store
+        .get_run(run_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("run_not_found", format!("run {run_id} not found")))
+}
+
+async fn metrics(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<MetricSeries>> {
+    check_id(&run_id, "run_id")?;
+    let p = Params::new(raw);
+    let key = p.text("key").ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?.to_string();
+    let max_points = match p.int("max_points")? {
+        None => 2_000,
+        Some(n) if (2..=100_000).contains(&n) => n as usize,
+        Some(_) => return Err(ApiError::bad("invalid_parameter", "max_points must be between 2 and 100000")),
+    };
+    find_run(&state, &run_id).await?;
+    let (points, downsampled) = downsample(state.store.metric_series(&run_id, &key).await?, max_points);
+    Ok(Json(MetricSeries { key, points, downsampled }))
+}
+
+async fn traces(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<TraceList>> {
+    let p = Params::new(raw);
+    let run_id = p.text("run_id").map(str::to_string);
+    list_traces(&state, p, run_id).await
+}
+
+async fn run_traces(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<TraceList>> {
+    check_id(&run_id, "run_id")?;
+    find_run(&state, &run_id).await?;
+    list_traces(&state, Params::new(raw), Some(run_id)).await
+}
+
+/// Parses the list filters of API.md into a [`TraceQuery`].
+fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
+    if let Some(id) = &run_id {
+        check_id(id, "run_id")?;
+    }
+    let statuses = p
+        .text("status")
+        .map(|list| list.split(',').map(|s| SpanStatus::parse_field(s.trim(), "status")).collect::<Result<Vec<_>, _>>())
+        .transpose()?
+        .unwrap_or_default();
+    let kinds = p
+        .text("kind")
+        .map(|list| list.split(',').map(|s| SpanKind::parse_field(s.trim(), "kind")).collect::<Result<Vec<_>, _>>())
+        .transpose()?
+        .map(|k| SpanKind::bits_of(&k))
+        .unwrap_or(0);
+    let terms: Vec<String> = p.text("q").unwrap_or("").split_whitespace().map(str::to_string).collect();
+    if terms.len() > MAX_TERMS {
+        return Err(ApiError::bad(
+            "too_many_terms",
+            format!("q has {} terms; at most {MAX_TERMS} are allowed", terms.len()),
+        ));
+    }
+    let sort = match p.text("sort").unwrap_or("updated") {
+        "updated" => TraceSort::Updated,
+        "duration" => TraceSort::Duration,
+        "spans" => TraceSort::Spans,
+        "tokens" => TraceSort::Tokens,
+        "errors" => TraceSort::Errors,
+        other => {
+            return Err(ApiError::bad(
+                "invalid_parameter",
+                format!("sort {other:?} is not valid; valid values are: updated, duration, spans, tokens, errors"),
+            ))
+        }
+    };
+    let ascending = match p.text("order").unwrap_or("desc") {
+        "desc" => false,
+        "asc" => true,
+        other => return Err(ApiError::bad("invalid_parameter", format!("order {other:?} is not valid; use asc or desc"))),
+    };
+    Ok(TraceQuery {
+        project: p.text("project").map(str::to_string),
+        run_id,
+        statuses,
+        kinds,
+        terms,
+        since_us: p.int("since_us")?,
+        until_us: p.int("until_us")?,
+        min_step: p.non_negative("min_step")?,
+        max_step: p.non_negative("max_step")?,
+        sort,
+        ascending,
+        limit: p.limit(50, 500)?,
+        cursor: p.cursor()?,
+    })
+}
+
+async fn list_traces(state: &AppState, p: Params, run_id: Option<String>) -> ApiResult<Json<TraceList>> {
+    let mut query = trace_query(&p, run_id)?;
+    // Browsing without a run covers a recent window only, and says so.
+    let window = if query.run_id.is_none() && query.since_us.is_none() && query.until_us.is_none() {
+        query.since_us = Some(now_us() - state.window_us);
+        Some(TraceWindow { since_us: query.since_us, until_us: None })
+    } else if query.since_us.is_some() || query.until_us.is_some() {
+        Some(TraceWindow { since_us: query.since_us, until_us: query.until_us })
+    } else {
+        None
+    };
+    let mut list = state.store.list_traces(&query).await?;
+    list.window = window;
+    Ok(Json(list))
+}
+
+async fn steps(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<StepsResponse>> {
+    check_id(&run_id, "run_id")?;
+    let p = Params::new(raw);
+    Ok(Json(state.store.steps(&run_id, p.non_negative("min_step")?, p.non_negative("max_step")?).await?))
+}
+
+async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult<TraceSummary> {
+    check_id(run_id, "run_id")?;
+    check_trace_id(trace_id, "trace_id")?;
+    if let Some(trace) = state.store.get_trace(run_id, trace_id).await? {
+        return Ok(trace);
+    }
+    find_run(state, run_id).await?;
+    Err(ApiError::not_found("trace_not_found", format!("trace {trace_id} not found in run {run_id}")))
+}
+
+async fn trace(
+    State(state): State<AppState>,
+    Path((run_id, trace_id)): Path<(String, String)>,
+) -> ApiResult<Json<TraceSummary>> {
+    Ok(Json(find_trace(&state, &run_id, &trace_id).await?))
+}
+
+async fn spans(
+    State(state): State<AppState>,
+    Path((run_id, trace_id)): Path<(String, String)>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SpanPage>> {
+    let p = Params::new(raw);
+    let limit = p.limit(200, 1_000)?;
+    let cursor = p.cursor()?;
+    find_trace(&state, &run_id, &trace_id).await?;
+    let parent = p.text("parent_span_id");
+    if let Some(parent) = parent {
+        check_id(parent, "parent_span_id")?;
+        if state.store.get_span(&run_id, &trace_id, parent).await?.is_none() {
+            return Err(span_not_found(parent, &trace_id));
+        }
+    }
+    Ok(Json(state.store.list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref()).await?))
+}
+
+fn span_not_found(span_id: &str, trace_id: &str) -> ApiError {
+    ApiError::not_found("span_not_found", format!("span {span_id} not found in trace {trace_id}"))
+}
+
+async fn span(
+    State(state): State<AppState>,
+    Path((run_id, trace_id, span_id)): Path<(String, String, String)>,
+) -> ApiResult<Json<SpanDetail>> {
+    check_id(&span_id, "span_id")?;
+    find_trace(&state, &run_id, &trace_id).await?;
+    state
+        .store
+        .get_span(&run_id, &trace_id, &span_id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| span_not_found(&span_id, &trace_id))
+}

@@ -1,0 +1,10 @@
+//! Applying a batch of span events: the rules of API.md in one place, independent of
+//! the database. A backend loads the rows a batch touches through [`Loader`], gets a
+//! [`Plan`] of full new states and counter deltas back, and writes it in the same
+//! transaction.
+
+mod plan;
+mod state;
+
+pub use plan::{plan_batch, Loader, Plan, RunDelta, SpanWrite, StepDelta, TraceWrite};
+pub use state::{Activity, SpanState, TraceState};

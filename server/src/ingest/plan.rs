@@ -1,0 +1,373 @@
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::{Map, Value};
+use treeline_app::wire::{
+    Body, CloseEvent, OpenEvent, SpanEvent, SpanKind, SpanLink, SpanStatus, Warning,
+    MAX_ATTRIBUTES,
+};
+
+use super::state::{Activity, SpanState, TraceState};
+
+/// Reads the current state of rows a batch touches, inside the batch's transaction.
+#[allow(async_fn_in_trait)]
+pub trait Loader {
+    type Error;
+    /// The spans among `keys` (trace id, span id) that exist; missing ones are left out.
+    async fn load_spans(&mut self, keys: &[(String, String)]) -> Result<Vec<SpanState>, Self::Error>;
+    async fn load_traces(&mut self, trace_ids: &[String]) -> Result<Vec<TraceState>, Self::Error>;
+}
+
+/// One span row to upsert: its full new state plus what to merge into the stored
+/// bodies and attributes.
+#[derive(Debug)]
+pub struct SpanWrite {
+    pub state: SpanState,
+    pub attributes: Map<String, Value>,
+    pub metrics: Map<String, Value>,
+    pub links: Vec<SpanLink>,
+    pub input: Option<Body>,
+    pub output: Option<Body>,
+    pub error: Option<Body>,
+}
+
+#[derive(Debug)]
+pub struct TraceWrite {
+    pub state: TraceState,
+    /// Root attributes to merge into the summary's.
+    pub attributes: Map<String, Value>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepDelta {
+    pub traces: i64,
+    pub errored: i64,
+    pub running: i64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunDelta {
+    pub traces: i64,
+    pub errored: i64,
+    pub running: i64,
+    pub unstepped: i64,
+}
+
+/// Everything a batch changes, ready to be written.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub spans: Vec<SpanWrite>,
+    pub traces: Vec<TraceWrite>,
+    /// (trace, parent): children listed at the top while their parent was missing,
+    /// to be moved under it now that it arrived.
+    pub adopt: Vec<(String, String)>,
+    pub steps: BTreeMap<i64, StepDelta>,
+    pub run: RunDelta,
+    pub warnings: Vec<Warning>,
+}
+
+type Key = (String, String);
+
+struct Batch<'l, L: Loader> {
+    loader: &'l mut L,
+    now: i64,
+    spans: HashMap<Key, SpanWrite>,
+    order: Vec<Key>,
+    traces: HashMap<String, TraceWrite>,
+    before: HashMap<String, Option<Activity>>,
+    plan: Plan,
+}
+
+/// Applies `events` (already validated, with their indexes in the request) on top of
+/// the stored state. Pure apart from the reads through `loader`.
+pub async fn plan_batch<L: Loader>(
+    loader: &mut L,
+    events: Vec<(usize, SpanEvent)>,
+    now: i64,
+) -> Result<Plan, L::Error> {
+    let mut keys: Vec<Key> = Vec::new();
+    let mut seen = HashSet::new();
+    let mut trace_ids = Vec::new();
+    for (_, event) in &events {
+        let key = (event.trace_id().to_string(), event.span_id().to_string());
+        if seen.insert(key.clone()) {
+            keys.push(key);
+        }
+        if let SpanEvent::Open(OpenEvent { parent_span_id: Some(p), trace_id, .. }) = event {
+            let key = (trace_id.clone(), p.clone());
+            if seen.insert(key.clone()) {
+                keys.push(key);
+            }
+        }
+        if !trace_ids.contains(&event.trace_id().to_string()) {
+            trace_ids.push(event.trace_id().to_string());
+        }
+    }
+    let mut batch = Batch {
+        now,
+        spans: HashMap::new(),
+        order: Vec::new(),
+        traces: HashMap::new(),
+        before: HashMap::new(),
+        plan: Plan::default(),
+        loader,
+    };
+    for state in batch.loader.load_spans(&keys).await? {
+        batch.insert(state);
+    }
+    for state in batch.loader.load_traces(&trace_ids).await? {
+        batch.before.insert(state.trace_id.clone(), Some(state.activity()));
+        let id = state.trace_id.clone();
+        batch.traces.insert(id, TraceWrite { state, attributes: Map::new() });
+    }
+    for (index, event) in events {
+        match event {
+            SpanEvent::Open(open) => batch.open(index, open).await?,
+            SpanEvent::Close(close) => batch.close(index, close).await?,
+        }
+    }
+    Ok(batch.finish())
+}
+
+impl<L: Loader> Batch<'_, L> {
+    fn insert(&mut self, state: SpanState) {
+        let key = (state.trace_id.clone(), state.span_id.clone());
+        self.order.push(key.clone());
+        self.spans.insert(
+            key,
+            SpanWrite {
+                state,
+                attributes: Map::new(),
+                metrics: Map::new(),
+                links: Vec::new(),
+                input: None,
+                output: None,
+                error: None,
+            },
+        );
+    }
+
+    fn span(&mut self, trace_id: &str, span_id: &str) -> &mut SpanWrite {
+        let key = (trace_id.to_string(), span_id.to_string());
+        if !self.spans.contains_key(&key) {
+            self.insert(SpanState::placeholder(trace_id, span_id));
+        }
+        self.spans.get_mut(&key).expect("inserted above")
+    }
+
+    fn trace(&mut self, trace_id: &str) -> &mut TraceWrite {
+        let now = self.now;
+        self.before.entry(trace_id.to_string()).or_insert(None);
+        let trace = self.traces.entry(trace_id.to_string()).or_insert_with(|| TraceWrite {
+            state: TraceState::new(trace_id, now),
+            attributes: Map::new(),
+        });
+        trace.state.updated_us = trace.state.updated_us.max(now);
+        trace
+    }
+
+    async fn open(&mut self, index: usize, open: OpenEvent) -> Result<(), L::Error> {
+        let (trace_id, span_id) = (open.trace_id.clone(), open.span_id.clone());
+        let parent_step = match &open.parent_span_id {
+            Some(p) => self.span(&trace_id, p).state.step,
+            None => None,
+        };
+        let span = self.span(&trace_id, &span_id);
+        if span.state.has_open {
+            let message = format!("span {span_id} was already opened; this open was ignored");
+            self.plan.warnings.push(Warning { index, message });
+            return Ok(());
+        }
+        let had_children = span.state.child_count > 0;
+        let s = &mut span.state;
+        s.has_open = true;
+        s.parent_span_id = open.parent_span_id.clone();
+        s.name = open.name;
+        s.kind = Some(open.kind);
+        s.start_us = Some(open.ts);
+        s.step = open.step.or(parent_step);
+        s.rank = open.rank;
+        s.thread_id = open.thread_id;
+        let (attributes, warning) = merge_attributes(span, open.attributes, index);
+        span.input = open.input;
+        let state = span.state.clone();
+        self.plan.warnings.extend(warning);
+        if had_children {
+            self.plan.adopt.push((trace_id.clone(), span_id.clone()));
+        }
+
+        // Hang the span under its parent, and carry up the errors it already holds.
+        let mut tree_parent = String::new();
+        if let Some(p) = &state.parent_span_id {
+            let parent = self.span(&trace_id, p);
+            parent.state.child_count += 1;
+            if parent.state.has_open {
+                tree_parent = p.clone();
+            }
+            let pending = state.error_count + i64::from(state.status == SpanStatus::Error);
+            if pending > 0 {
+                self.propagate_errors(&trace_id, p, pending).await?;
+            }
+        }
+        self.span(&trace_id, &span_id).state.tree_parent = Some(tree_parent);
+
+        let trace = self.trace(&trace_id);
+        let t = &mut trace.state;
+        t.span_count += 1;
+        t.kinds |= open.kind.bit();
+        if open.kind == SpanKind::Iteration {
+            t.iteration_count += 1;
+        }
+        if state.parent_span_id.is_none() {
+            t.root_span_id = Some(span_id);
+            t.name = state.name.clone();
+            t.kind = state.kind;
+            t.step = state.step;
+            t.rank = state.rank;
+            t.thread_id = state.thread_id.clone();
+            t.start_us = state.start_us;
+            if state.has_close {
+                t.status = state.status;
+                t.end_us = state.end_us;
+                t.root_tokens = state.token_count;
+            }
+            lift_root_attributes(trace, &attributes);
+        } else if state.has_close {
+            t.child_tokens += state.token_count.unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    async fn close(&mut self, index: usize, close: CloseEvent) -> Result<(), L::Error> {
+        let (trace_id, span_id) = (close.trace_id.clone(), close.span_id.clone());
+        let span = self.span(&trace_id, &span_id);
+        if span.state.has_close {
+            let message = format!("span {span_id} was already closed; this close was ignored");
+            self.plan.warnings.push(Warning { index, message });
+            return Ok(());
+        }
+        // A span interrupted by its run's finish has no close yet: this one wins.
+        let s = &mut span.state;
+        let newly_failed = close.status == SpanStatus::Error && s.status != SpanStatus::Error;
+        s.has_close = true;
+        s.status = close.status;
+        s.end_us = Some(close.ts);
+        s.token_count = close.token_count;
+        let (attributes, warning) = merge_attributes(span, close.attributes, index);
+        span.metrics.extend(close.metrics);
+        span.links.extend(close.links);
+        span.output = close.output;
+        span.error = close.error;
+        let state = span.state.clone();
+        self.plan.warnings.extend(warning);
+
+        if newly_failed && state.has_open {
+            if let Some(p) = &state.parent_span_id {
+                self.propagate_errors(&trace_id, p, 1).await?;
+            }
+        }
+        let trace = self.trace(&trace_id);
+        if newly_failed {
+            trace.state.error_count += 1;
+        }
+        if state.is_root() {
+            trace.state.status = state.status;
+            trace.state.end_us = state.end_us;
+            trace.state.root_tokens = state.token_count;
+            lift_root_attributes(trace, &attributes);
+        } else if state.has_open {
+            trace.state.child_tokens += state.token_count.unwrap_or(0);
+        }
+        Ok(())
+    }
+
+    /// Adds `n` to the error count of `span_id` and every ancestor known so far.
+    async fn propagate_errors(&mut self, trace_id: &str, span_id: &str, n: i64) -> Result<(), L::Error> {
+        let mut current = span_id.to_string();
+        let mut visited = HashSet::new();
+        while visited.insert(current.clone()) {
+            let key = (trace_id.to_string(), current.clone());
+            if !self.spans.contains_key(&key) {
+                let loaded = self.loader.load_spans(std::slice::from_ref(&key)).await?;
+                match loaded.into_iter().next() {
+                    Some(state) => self.insert(state),
+                    None => break,
+                }
+            }
+            let span = self.span(trace_id, &current);
+            span.state.error_count += n;
+            if !span.state.has_open {
+                break; // its own open will carry the count further up
+            }
+            match span.state.parent_span_id.clone() {
+                Some(p) => current = p,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Plan {
+        for key in &self.order {
+            if let Some(write) = self.spans.remove(key) {
+                self.plan.spans.push(write);
+            }
+        }
+        for (trace_id, before) in &self.before {
+            let Some(trace) = self.traces.get(trace_id) else { continue };
+            let after = trace.state.activity();
+            if *before == Some(after) {
+                continue;
+            }
+            if let Some(old) = before {
+                count(&mut self.plan, *old, -1);
+            }
+            count(&mut self.plan, after, 1);
+        }
+        let mut traces: Vec<TraceWrite> = self.traces.into_values().collect();
+        traces.sort_by(|a, b| a.state.trace_id.cmp(&b.state.trace_id));
+        self.plan.traces = traces;
+        self.plan
+    }
+}
+
+fn count(plan: &mut Plan, activity: Activity, sign: i64) {
+    let errored = sign * i64::from(activity.errored);
+    let running = sign * i64::from(activity.running);
+    plan.run.traces += sign;
+    plan.run.errored += errored;
+    plan.run.running += running;
+    match activity.step {
+        Some(step) => {
+            let delta = plan.steps.entry(step).or_default();
+            delta.traces += sign;
+            delta.errored += errored;
+            delta.running += running;
+        }
+        None => plan.run.unstepped += sign,
+    }
+}
+
+/// Adds `incoming` to the span's attributes, keeping the first 256 in all.
+fn merge_attributes(
+    span: &mut SpanWrite,
+    incoming: Map<String, Value>,
+    index: usize,
+) -> (Map<String, Value>, Option<Warning>) {
+    let room = (MAX_ATTRIBUTES as i64 - span.state.attr_count).max(0) as usize;
+    let dropped = incoming.len().saturating_sub(room);
+    let kept: Map<String, Value> = incoming.into_iter().take(room).collect();
+    let warning = (dropped > 0).then(|| Warning {
+        index,
+        message: format!("{dropped} attributes past the first {MAX_ATTRIBUTES} were dropped"),
+    });
+    span.state.attr_count += kept.len() as i64;
+    span.attributes.extend(kept.clone());
+    (kept, warning)
+}
+
+fn lift_root_attributes(trace: &mut TraceWrite, attributes: &Map<String, Value>) {
+    if let Some(Value::String(id)) = attributes.get("rollout_id") {
+        trace.state.rollout_id = Some(id.clone());
+    }
+    trace.attributes.extend(attributes.clone());
+}

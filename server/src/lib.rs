@@ -1,0 +1,9 @@
+//! The Treeline server: ingest and query over HTTP, and the dashboard rendered on the
+//! server and hydrated in the browser.
+
+pub mod cli;
+pub mod http;
+pub mod ingest;
+pub mod serve;
+pub mod ssr;
+pub mod store;

@@ -1,0 +1,85 @@
+//! Assembling and running the whole server: API, dashboard, static files.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::Router;
+use leptos::prelude::*;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::trace::TraceLayer;
+use treeline_app::{shell, App, SharedBackend};
+
+use crate::http::{self, AppState};
+use crate::ssr::StoreBackend;
+
+/// Where the built dashboard (wasm, js, css, assets) lives: beside the binary when
+/// installed as `target/<profile>/treeline`, so the server runs from any directory.
+pub fn default_site_root() -> PathBuf {
+    let beside_binary = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent()?.parent().map(|target| target.join("site")));
+    match beside_binary {
+        Some(dir) if dir.join("pkg").is_dir() => dir,
+        _ => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site")),
+    }
+}
+
+/// The full application router.
+pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Router {
+    let options = LeptosOptions::builder()
+        .output_name("treeline")
+        .site_root(site_root.to_string_lossy().as_ref())
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .build();
+    let backend: SharedBackend = Arc::new(StoreBackend(state.store.clone()));
+    let routes = generate_route_list(App);
+    let pages = Router::new()
+        .leptos_routes_with_context(
+            &options,
+            routes,
+            move || provide_context(backend.clone()),
+            {
+                let options = options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler(shell))
+        .with_state(options);
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .nest("/api", http::router(state))
+        .merge(pages)
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+            tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
+        }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
+}
+
+/// Serves until SIGTERM or ctrl-c, letting requests in flight finish.
+pub async fn run(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,25 @@
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use super::StoreError;
+
+/// A keyset position: the sort value and the ids of the last row of a page.
+/// Opaque to clients.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    pub value: i64,
+    pub a: String,
+    pub b: String,
+}
+
+impl Cursor {
+    pub fn encode(&self) -> String {
+        URL_SAFE_NO_PAD.encode(serde_json::to_vec(self).unwrap_or_default())
+    }
+
+    pub fn decode(text: &str) -> Result<Cursor, StoreError> {
+        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| StoreError::BadCursor)?;
+        serde_json::from_slice(&bytes).map_err(|_| StoreError::BadCursor)
+    }
+}
