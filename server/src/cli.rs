@@ -11,7 +11,11 @@ use crate::http::{AppState, DEFAULT_WINDOW_US};
 use crate::{serve, store};
 
 #[derive(Parser)]
-#[command(name = "treeline", version, about = "Tracing dashboard for machine-learning runs")]
+#[command(
+    name = "treeline",
+    version,
+    about = "Tracing dashboard for machine-learning runs"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -21,6 +25,15 @@ struct Cli {
 enum Command {
     /// Serve the dashboard and the HTTP API (the default).
     Serve(ServeArgs),
+    /// Measure the server and print the figures.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Span events per second through HTTP, JSON and the store, acknowledged when durable.
+    Ingest(crate::bench::IngestArgs),
 }
 
 #[derive(clap::Parser, Clone)]
@@ -55,7 +68,10 @@ impl Default for ServeArgs {
 impl ServeArgs {
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| {
-            format!("sqlite:{}", self.data_dir.join("treeline.db").to_string_lossy())
+            format!(
+                "sqlite:{}",
+                self.data_dir.join("treeline.db").to_string_lossy()
+            )
         })
     }
 }
@@ -77,6 +93,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
+        Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -90,15 +107,30 @@ pub fn main() -> ExitCode {
 async fn serve_command(args: ServeArgs) -> Result<(), String> {
     let url = args.database_url();
     if url.starts_with("sqlite:") {
-        std::fs::create_dir_all(&args.data_dir)
-            .map_err(|e| format!("cannot create data directory {}: {e}", args.data_dir.display()))?;
+        std::fs::create_dir_all(&args.data_dir).map_err(|e| {
+            format!(
+                "cannot create data directory {}: {e}",
+                args.data_dir.display()
+            )
+        })?;
     }
-    let store = store::open(&url).await.map_err(|e| format!("cannot open the database: {e}"))?;
-    if let Ok(n) = store.idempotency_prune(crate::http::now_us() - 48 * 3600 * 1_000_000).await {
+    let store = store::open(&url)
+        .await
+        .map_err(|e| format!("cannot open the database: {e}"))?;
+    if let Ok(n) = store
+        .idempotency_prune(crate::http::now_us() - 48 * 3600 * 1_000_000)
+        .await
+    {
         tracing::debug!(pruned = n, "old idempotency keys removed");
     }
     let mut state = AppState::new(store);
-    state.api_keys = Arc::new(args.api_keys.iter().filter(|k| !k.is_empty()).cloned().collect());
+    state.api_keys = Arc::new(
+        args.api_keys
+            .iter()
+            .filter(|k| !k.is_empty())
+            .cloned()
+            .collect(),
+    );
     state.window_us = args.window_days.max(1) * (DEFAULT_WINDOW_US / 7);
     if state.api_keys.is_empty() {
         if !args.addr.ip().is_loopback() {
@@ -107,14 +139,26 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
                 args.addr
             ));
         }
-        tracing::warn!("no API keys configured: writes are open to anyone who can reach {}", args.addr);
+        tracing::warn!(
+            "no API keys configured: writes are open to anyone who can reach {}",
+            args.addr
+        );
     }
-    let site_root = args.site_dir.clone().unwrap_or_else(serve::default_site_root);
+    let site_root = args
+        .site_dir
+        .clone()
+        .unwrap_or_else(serve::default_site_root);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let database = if url.starts_with("sqlite:") { url.clone() } else { "postgres".into() };
+    let database = if url.starts_with("sqlite:") {
+        url.clone()
+    } else {
+        "postgres".into()
+    };
     tracing::info!(%database, site = %site_root.display(), "Treeline is serving on http://{addr}");
-    serve::run(listener, serve::app(state, &site_root, addr)).await.map_err(|e| e.to_string())
+    serve::run(listener, serve::app(state, &site_root, addr))
+        .await
+        .map_err(|e| e.to_string())
 }

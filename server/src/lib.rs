@@ -1,6 +1,7 @@
 //! The Treeline server: ingest and query over HTTP, and the dashboard rendered on the
 //! server and hydrated in the browser.
 
+pub mod bench;
 pub mod cli;
 pub mod http;
 pub mod ingest;

@@ -59,7 +59,9 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
 
 /// Serves until SIGTERM or ctrl-c, letting requests in flight finish.
 pub async fn run(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
 }
 
 async fn shutdown_signal() {

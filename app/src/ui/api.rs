@@ -28,8 +28,9 @@ mod backend {
     pub type SharedBackend = Arc<dyn Backend>;
 
     pub(super) fn backend() -> Result<SharedBackend, ApiError> {
-        leptos::prelude::use_context::<SharedBackend>()
-            .ok_or_else(|| ApiError { message: "no backend in the render context".into() })
+        leptos::prelude::use_context::<SharedBackend>().ok_or_else(|| ApiError {
+            message: "no backend in the render context".into(),
+        })
     }
 }
 #[cfg(feature = "ssr")]
@@ -37,13 +38,22 @@ pub use backend::{Backend, SharedBackend};
 
 #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
 async fn get_json<T: serde::de::DeserializeOwned>(url: String) -> Result<T, ApiError> {
-    let fail = |e: &dyn std::fmt::Display| ApiError { message: e.to_string() };
-    let response = gloo_net::http::Request::get(&url).send().await.map_err(|e| fail(&e))?;
+    let fail = |e: &dyn std::fmt::Display| ApiError {
+        message: e.to_string(),
+    };
+    let response = gloo_net::http::Request::get(&url)
+        .send()
+        .await
+        .map_err(|e| fail(&e))?;
     if !response.ok() {
         let body: Result<crate::wire::ErrorBody, _> = response.json().await;
         return Err(match body {
-            Ok(b) => ApiError { message: b.error.message },
-            Err(_) => ApiError { message: format!("the server answered {}", response.status()) },
+            Ok(b) => ApiError {
+                message: b.error.message,
+            },
+            Err(_) => ApiError {
+                message: format!("the server answered {}", response.status()),
+            },
         });
     }
     response.json().await.map_err(|e| fail(&e))
@@ -69,7 +79,9 @@ pub async fn list_runs(project: Option<String>) -> Result<RunList, ApiError> {
     }
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
     {
-        let query = project.map(|p| format!("?project={}", encode(&p))).unwrap_or_default();
+        let query = project
+            .map(|p| format!("?project={}", encode(&p)))
+            .unwrap_or_default();
         send_wrapper::SendWrapper::new(get_json(format!("/api/runs{query}"))).await
     }
 }

@@ -13,9 +13,25 @@ pub const MAX_NAME_CHARS: usize = 1024;
 
 /// Attribute names that are a span's own fields: dropped with a warning.
 pub const RESERVED_ATTRIBUTES: &[&str] = &[
-    "run_id", "trace_id", "span_id", "parent_span_id", "name", "kind", "status", "step",
-    "rank", "thread_id", "token_count", "start_us", "end_us", "duration_us", "input",
-    "output", "error", "metrics", "links",
+    "run_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "name",
+    "kind",
+    "status",
+    "step",
+    "rank",
+    "thread_id",
+    "token_count",
+    "start_us",
+    "end_us",
+    "duration_us",
+    "input",
+    "output",
+    "error",
+    "metrics",
+    "links",
 ];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,14 +51,20 @@ impl Body {
     pub fn from_value(value: &Value) -> Body {
         let json = value.to_string();
         if json.len() <= MAX_BODY_BYTES {
-            return Body { json, truncated: false };
+            return Body {
+                json,
+                truncated: false,
+            };
         }
         // A cut document is no longer JSON: keep its head as text.
         let mut end = MAX_BODY_BYTES;
         while !json.is_char_boundary(end) {
             end -= 1;
         }
-        Body { json: Value::String(json[..end].to_string()).to_string(), truncated: true }
+        Body {
+            json: Value::String(json[..end].to_string()).to_string(),
+            truncated: true,
+        }
     }
 }
 
@@ -153,7 +175,10 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
             let kind = SpanKind::parse_field(req_str(obj, "kind")?, "kind")?;
             let thread_id = opt_str(obj, "thread_id")?.map(str::to_string);
             if thread_id.as_ref().is_some_and(|t| t.len() > 256) {
-                return Err(Invalid::new("invalid_thread_id", "thread_id must be at most 256 bytes"));
+                return Err(Invalid::new(
+                    "invalid_thread_id",
+                    "thread_id must be at most 256 bytes",
+                ));
             }
             Ok((
                 SpanEvent::Open(OpenEvent {
@@ -167,7 +192,10 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     rank: opt_non_negative(obj, "rank")?,
                     thread_id,
                     attributes: attributes(obj, &mut warnings)?,
-                    input: obj.get("input").filter(|v| !v.is_null()).map(Body::from_value),
+                    input: obj
+                        .get("input")
+                        .filter(|v| !v.is_null())
+                        .map(Body::from_value),
                 }),
                 warnings,
             ))
@@ -186,8 +214,14 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     span_id: span_id.to_string(),
                     ts,
                     status,
-                    output: obj.get("output").filter(|v| !v.is_null()).map(Body::from_value),
-                    error: obj.get("error").filter(|v| !v.is_null()).map(Body::from_value),
+                    output: obj
+                        .get("output")
+                        .filter(|v| !v.is_null())
+                        .map(Body::from_value),
+                    error: obj
+                        .get("error")
+                        .filter(|v| !v.is_null())
+                        .map(Body::from_value),
                     attributes: attributes(obj, &mut warnings)?,
                     metrics: metrics(obj)?,
                     links: links(obj)?,
@@ -206,10 +240,14 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
 fn req_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<&'a str, Invalid> {
     match obj.get(field) {
         Some(Value::String(s)) => Ok(s),
-        None | Some(Value::Null) => {
-            Err(Invalid::new("missing_field", format!("{field} is required")))
-        }
-        Some(_) => Err(Invalid::new("invalid_field", format!("{field} must be a string"))),
+        None | Some(Value::Null) => Err(Invalid::new(
+            "missing_field",
+            format!("{field} is required"),
+        )),
+        Some(_) => Err(Invalid::new(
+            "invalid_field",
+            format!("{field} must be a string"),
+        )),
     }
 }
 
@@ -217,17 +255,24 @@ fn opt_str<'a>(obj: &'a Map<String, Value>, field: &str) -> Result<Option<&'a st
     match obj.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Invalid::new("invalid_field", format!("{field} must be a string"))),
+        Some(_) => Err(Invalid::new(
+            "invalid_field",
+            format!("{field} must be a string"),
+        )),
     }
 }
 
 fn req_int(obj: &Map<String, Value>, field: &str) -> Result<i64, Invalid> {
     match obj.get(field) {
-        None | Some(Value::Null) => {
-            Err(Invalid::new("missing_field", format!("{field} is required")))
-        }
+        None | Some(Value::Null) => Err(Invalid::new(
+            "missing_field",
+            format!("{field} is required"),
+        )),
         Some(v) => v.as_i64().ok_or_else(|| {
-            Invalid::new("invalid_field", format!("{field} must be an integer (microseconds)"))
+            Invalid::new(
+                "invalid_field",
+                format!("{field} must be an integer (microseconds)"),
+            )
         }),
     }
 }
@@ -332,7 +377,12 @@ fn links(obj: &Map<String, Value>) -> Result<Vec<SpanLink>, Invalid> {
     let Some(raw) = obj.get("links").filter(|v| !v.is_null()) else {
         return Ok(Vec::new());
     };
-    let bad = || Invalid::new("invalid_links", "links must be a list of {trace_id, span_id}");
+    let bad = || {
+        Invalid::new(
+            "invalid_links",
+            "links must be a list of {trace_id, span_id}",
+        )
+    };
     let list = raw.as_array().ok_or_else(bad)?;
     list.iter()
         .enumerate()
@@ -362,7 +412,9 @@ mod tests {
         let close = json!({"op": "close", "trace_id": "t1", "span_id": "s1", "ts": 20,
             "status": "error", "error": {"type": "ValueError", "message": "bad"}, "token_count": 3});
         let (event, _) = parse_event(&close).unwrap();
-        let SpanEvent::Close(close) = event else { panic!("expected a close") };
+        let SpanEvent::Close(close) = event else {
+            panic!("expected a close")
+        };
         assert_eq!(close.status, SpanStatus::Error);
         assert_eq!(close.token_count, Some(3));
     }
@@ -371,11 +423,26 @@ mod tests {
     fn errors_name_the_field() {
         let cases = [
             ("kind", json!("llm"), "invalid_kind", "kind \"llm\""),
-            ("step", json!(-1), "invalid_field", "step must be a non-negative integer"),
+            (
+                "step",
+                json!(-1),
+                "invalid_field",
+                "step must be a non-negative integer",
+            ),
             ("rank", json!(1.5), "invalid_field", "rank must be"),
-            ("trace_id", json!("steps"), "invalid_id", "trace_id \"steps\""),
+            (
+                "trace_id",
+                json!("steps"),
+                "invalid_id",
+                "trace_id \"steps\"",
+            ),
             ("ts", json!("now"), "invalid_field", "ts must be an integer"),
-            ("attributes", json!({"x": {"nested": 1}}), "invalid_attribute", "attributes.x"),
+            (
+                "attributes",
+                json!({"x": {"nested": 1}}),
+                "invalid_attribute",
+                "attributes.x",
+            ),
         ];
         for (field, value, code, text) in cases {
             let mut event = open();

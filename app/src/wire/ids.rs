@@ -5,7 +5,9 @@ use super::Invalid;
 pub fn check_id(value: &str, field: &str) -> Result<(), Invalid> {
     let ok = (1..=64).contains(&value.len())
         && value.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if ok {
         Ok(())
     } else {
@@ -22,7 +24,10 @@ pub fn check_id(value: &str, field: &str) -> Result<(), Invalid> {
 pub fn check_trace_id(value: &str, field: &str) -> Result<(), Invalid> {
     check_id(value, field)?;
     if value == "steps" {
-        return Err(Invalid::new("invalid_id", format!("{field} \"steps\" is reserved")));
+        return Err(Invalid::new(
+            "invalid_id",
+            format!("{field} \"steps\" is reserved"),
+        ));
     }
     Ok(())
 }

@@ -108,7 +108,11 @@ impl SpanKind {
     }
 
     pub fn from_bits(bits: i64) -> Vec<SpanKind> {
-        Self::ALL.iter().copied().filter(|k| bits & k.bit() != 0).collect()
+        Self::ALL
+            .iter()
+            .copied()
+            .filter(|k| bits & k.bit() != 0)
+            .collect()
     }
 
     pub fn bits_of(kinds: &[SpanKind]) -> i64 {

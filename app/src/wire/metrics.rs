@@ -19,15 +19,30 @@ pub fn parse_metric_point(value: &Value) -> Result<MetricPoint, Invalid> {
         .ok_or_else(|| Invalid::new("invalid_point", "point must be a JSON object"))?;
     let key = match obj.get("key") {
         Some(Value::String(k)) if !k.is_empty() && k.len() <= 256 => k.clone(),
-        _ => return Err(Invalid::new("invalid_key", "key must be a string of 1-256 bytes")),
+        _ => {
+            return Err(Invalid::new(
+                "invalid_key",
+                "key must be a string of 1-256 bytes",
+            ))
+        }
     };
     let step = match obj.get("step").and_then(Value::as_i64) {
         Some(s) if s >= 0 => s,
-        _ => return Err(Invalid::new("invalid_step", "step must be a non-negative integer")),
+        _ => {
+            return Err(Invalid::new(
+                "invalid_step",
+                "step must be a non-negative integer",
+            ))
+        }
     };
     let value = match obj.get("value").and_then(Value::as_f64) {
         Some(v) if v.is_finite() => v,
-        _ => return Err(Invalid::new("invalid_value", "value must be a finite number")),
+        _ => {
+            return Err(Invalid::new(
+                "invalid_value",
+                "value must be a finite number",
+            ))
+        }
     };
     let ts = match obj.get("ts") {
         None | Some(Value::Null) => None,
@@ -35,7 +50,12 @@ pub fn parse_metric_point(value: &Value) -> Result<MetricPoint, Invalid> {
             Invalid::new("invalid_field", "ts must be an integer (microseconds)")
         })?),
     };
-    Ok(MetricPoint { key, step, value, ts })
+    Ok(MetricPoint {
+        key,
+        step,
+        value,
+        ts,
+    })
 }
 
 /// `GET …/metrics?key=`: `[step, value]` pairs ordered by step.

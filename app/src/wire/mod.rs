@@ -40,6 +40,9 @@ pub struct Invalid {
 
 impl Invalid {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 }

@@ -19,10 +19,16 @@ impl RunUpsert {
     pub fn validate(&self) -> Result<(), Invalid> {
         check_project(&self.project)?;
         if self.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
-            return Err(Invalid::new("invalid_name", "name must be at most 256 characters"));
+            return Err(Invalid::new(
+                "invalid_name",
+                "name must be at most 256 characters",
+            ));
         }
         if self.start_us.is_some_and(|s| s < 0) {
-            return Err(Invalid::new("invalid_field", "start_us must be a non-negative integer"));
+            return Err(Invalid::new(
+                "invalid_field",
+                "start_us must be a non-negative integer",
+            ));
         }
         Ok(())
     }

@@ -14,7 +14,11 @@ use treeline_app::wire::{BatchResponse, ErrorBody, MetricPoint, RunDetail, RunFi
 pub enum ClientError {
     /// The server answered with an error that retrying will not fix.
     #[error("{status}: {code}: {message}")]
-    Api { status: u16, code: String, message: String },
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
     /// The server could not be reached (or kept failing) after every retry.
     #[error("gave up after {attempts} attempts: {last}")]
     Unreachable { attempts: u32, last: String },
@@ -57,20 +61,46 @@ impl Client {
 
     /// Creates or updates a run.
     pub async fn put_run(&self, run_id: &str, run: &RunUpsert) -> Result<RunDetail, ClientError> {
-        self.send(reqwest::Method::PUT, &format!("/api/runs/{run_id}"), run, None).await
+        self.send(
+            reqwest::Method::PUT,
+            &format!("/api/runs/{run_id}"),
+            run,
+            None,
+        )
+        .await
     }
 
     pub async fn finish_run(&self, run_id: &str, finish: &RunFinish) -> Result<Value, ClientError> {
-        self.send(reqwest::Method::POST, &format!("/api/runs/{run_id}/finish"), finish, Some(new_key())).await
+        self.send(
+            reqwest::Method::POST,
+            &format!("/api/runs/{run_id}/finish"),
+            finish,
+            Some(new_key()),
+        )
+        .await
     }
 
-    pub async fn send_metrics(&self, run_id: &str, points: &[MetricPoint]) -> Result<BatchResponse, ClientError> {
+    pub async fn send_metrics(
+        &self,
+        run_id: &str,
+        points: &[MetricPoint],
+    ) -> Result<BatchResponse, ClientError> {
         let body = json!({ "points": points });
-        self.send(reqwest::Method::POST, &format!("/api/runs/{run_id}/metrics"), &body, Some(new_key())).await
+        self.send(
+            reqwest::Method::POST,
+            &format!("/api/runs/{run_id}/metrics"),
+            &body,
+            Some(new_key()),
+        )
+        .await
     }
 
     /// Sends span events (open/close objects as in API.md) as one batch.
-    pub async fn send_events(&self, run_id: &str, events: &[Value]) -> Result<BatchResponse, ClientError> {
+    pub async fn send_events(
+        &self,
+        run_id: &str,
+        events: &[Value],
+    ) -> Result<BatchResponse, ClientError> {
         self.send_events_with_key(run_id, events, &new_key()).await
     }
 
@@ -81,7 +111,24 @@ impl Client {
         key: &str,
     ) -> Result<BatchResponse, ClientError> {
         let body = json!({ "events": events });
-        self.send(reqwest::Method::POST, &format!("/api/runs/{run_id}/traces/events"), &body, Some(key.to_string()))
+        self.send(
+            reqwest::Method::POST,
+            &format!("/api/runs/{run_id}/traces/events"),
+            &body,
+            Some(key.to_string()),
+        )
+        .await
+    }
+
+    /// POSTs a body that is already JSON, under `key`, with the same retries: for
+    /// callers that encode their batches ahead of time.
+    pub async fn post_raw<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        key: &str,
+    ) -> Result<T, ClientError> {
+        self.request(reqwest::Method::POST, path, body, Some(key.to_string()))
             .await
     }
 
@@ -97,12 +144,22 @@ impl Client {
         body: &B,
         key: Option<String>,
     ) -> Result<T, ClientError> {
-        let url = format!("{}{path}", self.base);
         let payload = serde_json::to_vec(body).map_err(|e| ClientError::Api {
             status: 0,
             code: "unserializable".into(),
             message: e.to_string(),
         })?;
+        self.request(method, path, payload, key).await
+    }
+
+    async fn request<T: DeserializeOwned>(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        payload: Vec<u8>,
+        key: Option<String>,
+    ) -> Result<T, ClientError> {
+        let url = format!("{}{path}", self.base);
         let mut last = String::new();
         for attempt in 0..self.attempts.max(1) {
             if attempt > 0 {
@@ -112,7 +169,9 @@ impl Client {
             }
             let mut request = self.http.request(method.clone(), &url);
             if method != reqwest::Method::GET {
-                request = request.header("content-type", "application/json").body(payload.clone());
+                request = request
+                    .header("content-type", "application/json")
+                    .body(payload.clone());
             }
             if let Some(key) = &key {
                 request = request.header("idempotency-key", key);
@@ -124,10 +183,13 @@ impl Client {
                 Err(e) => last = e.to_string(),
                 Ok(response) => {
                     let status = response.status();
-                    let bytes = response.bytes().await.map_err(|e| ClientError::Unreachable {
-                        attempts: attempt + 1,
-                        last: e.to_string(),
-                    })?;
+                    let bytes = response
+                        .bytes()
+                        .await
+                        .map_err(|e| ClientError::Unreachable {
+                            attempts: attempt + 1,
+                            last: e.to_string(),
+                        })?;
                     if status.is_success() {
                         return serde_json::from_slice(&bytes).map_err(|e| ClientError::Api {
                             status: status.as_u16(),
@@ -142,12 +204,24 @@ impl Client {
                     let error: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
                     let (code, message) = error
                         .map(|e| (e.error.code, e.error.message))
-                        .unwrap_or_else(|| ("unknown".into(), String::from_utf8_lossy(&bytes).into_owned()));
-                    return Err(ClientError::Api { status: status.as_u16(), code, message });
+                        .unwrap_or_else(|| {
+                            (
+                                "unknown".into(),
+                                String::from_utf8_lossy(&bytes).into_owned(),
+                            )
+                        });
+                    return Err(ClientError::Api {
+                        status: status.as_u16(),
+                        code,
+                        message,
+                    });
                 }
             }
         }
-        Err(ClientError::Unreachable { attempts: self.attempts.max(1), last })
+        Err(ClientError::Unreachable {
+            attempts: self.attempts.max(1),
+            last,
+        })
     }
 }
 

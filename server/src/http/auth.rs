@@ -7,7 +7,11 @@ use super::error::ApiError;
 use super::AppState;
 
 /// With API keys configured, writes need `Authorization: Bearer <key>`.
-pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Result<Response, ApiError> {
+pub async fn require_key(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
     if state.api_keys.is_empty() {
         return Ok(next.run(request).await);
     }
@@ -18,7 +22,12 @@ pub async fn require_key(State(state): State<AppState>, request: Request, next: 
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
     match given {
-        Some(key) if state.api_keys.iter().any(|k| constant_time_eq(k.as_bytes(), key.as_bytes())) => {
+        Some(key)
+            if state
+                .api_keys
+                .iter()
+                .any(|k| constant_time_eq(k.as_bytes(), key.as_bytes())) =>
+        {
             Ok(next.run(request).await)
         }
         Some(_) => Err(ApiError::Unauthorized("the API key is not valid".into())),

@@ -14,7 +14,10 @@ pub const MAX_WIRE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_INFLATED_BYTES: usize = 64 * 1024 * 1024;
 
 fn too_large(message: String) -> ApiError {
-    ApiError::TooLarge { code: "payload_too_large", message }
+    ApiError::TooLarge {
+        code: "payload_too_large",
+        message,
+    }
 }
 
 /// Reads the body, decompressing it as its Content-Encoding says.
@@ -47,7 +50,12 @@ fn inflate(reader: impl Read, name: &str) -> ApiResult<Bytes> {
     reader
         .take(MAX_INFLATED_BYTES as u64 + 1)
         .read_to_end(&mut out)
-        .map_err(|e| ApiError::bad("invalid_body", format!("{name} body could not be decompressed: {e}")))?;
+        .map_err(|e| {
+            ApiError::bad(
+                "invalid_body",
+                format!("{name} body could not be decompressed: {e}"),
+            )
+        })?;
     if out.len() > MAX_INFLATED_BYTES {
         return Err(too_large(format!(
             "request body is over {} MiB once decompressed",
@@ -58,22 +66,35 @@ fn inflate(reader: impl Read, name: &str) -> ApiResult<Bytes> {
 }
 
 pub fn json(bytes: &[u8]) -> ApiResult<Value> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad("invalid_json", format!("request body is not valid JSON: {e}")))
+    serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::bad(
+            "invalid_json",
+            format!("request body is not valid JSON: {e}"),
+        )
+    })
 }
 
 /// The list under `field` of a JSON object body, at most `max` long.
 pub fn list(body: Value, field: &str, max: usize) -> ApiResult<Vec<Value>> {
     let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad("invalid_body", format!("body must be an object with a {field} list")));
+        return Err(ApiError::bad(
+            "invalid_body",
+            format!("body must be an object with a {field} list"),
+        ));
     };
     let Some(Value::Array(items)) = obj.remove(field) else {
-        return Err(ApiError::bad("invalid_body", format!("{field} must be a list")));
+        return Err(ApiError::bad(
+            "invalid_body",
+            format!("{field} must be a list"),
+        ));
     };
     if items.len() > max {
         return Err(ApiError::TooLarge {
             code: "too_many_items",
-            message: format!("{field} has {} items; at most {max} per request", items.len()),
+            message: format!(
+                "{field} has {} items; at most {max} per request",
+                items.len()
+            ),
         });
     }
     Ok(items)

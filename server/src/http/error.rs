@@ -32,11 +32,17 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn bad(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::BadRequest { code, message: message.into() }
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+        }
     }
 
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::NotFound { code, message: message.into() }
+        ApiError::NotFound {
+            code,
+            message: message.into(),
+        }
     }
 
     fn parts(&self) -> (StatusCode, &'static str) {
@@ -59,7 +65,10 @@ impl ApiError {
 
 impl From<Invalid> for ApiError {
     fn from(e: Invalid) -> Self {
-        ApiError::BadRequest { code: e.code, message: e.message }
+        ApiError::BadRequest {
+            code: e.code,
+            message: e.message,
+        }
     }
 }
 
@@ -80,9 +89,17 @@ impl From<StoreError> for ApiError {
 
 /// The JSON error response for a status and code.
 pub fn error_response(status: StatusCode, code: &str, message: String) -> Response {
-    let body = ErrorBody { error: ErrorDetail { code: code.to_string(), message } };
+    let body = ErrorBody {
+        error: ErrorDetail {
+            code: code.to_string(),
+            message,
+        },
+    };
     let mut response = (status, Json(body)).into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, "no-store".parse().expect("static header"));
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        "no-store".parse().expect("static header"),
+    );
     response
 }
 

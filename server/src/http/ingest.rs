@@ -42,7 +42,11 @@ async fn upsert_run(
     run.validate()?;
     let created = state.store.upsert_run(&run_id, &run, now_us()).await?;
     let detail = state.store.get_run(&run_id).await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((status, Json(detail)).into_response())
 }
 
@@ -54,13 +58,19 @@ async fn finish_run(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
-    idempotent(&state, &headers, &format!("finish/{run_id}"), &bytes, || async {
-        let finish: RunFinish = serde_json::from_value(body::json(&bytes)?)
-            .map_err(|e| ApiError::bad("invalid_body", format!("finish: {e}")))?;
-        finish.validate()?;
-        state.store.finish_run(&run_id, &finish, now_us()).await?;
-        Ok(serde_json::to_value(state.store.get_run(&run_id).await?).unwrap_or(Value::Null))
-    })
+    idempotent(
+        &state,
+        &headers,
+        &format!("finish/{run_id}"),
+        &bytes,
+        || async {
+            let finish: RunFinish = serde_json::from_value(body::json(&bytes)?)
+                .map_err(|e| ApiError::bad("invalid_body", format!("finish: {e}")))?;
+            finish.validate()?;
+            state.store.finish_run(&run_id, &finish, now_us()).await?;
+            Ok(serde_json::to_value(state.store.get_run(&run_id).await?).unwrap_or(Value::Null))
+        },
+    )
     .await
 }
 
@@ -72,20 +82,26 @@ async fn write_metrics(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
-    idempotent(&state, &headers, &format!("metrics/{run_id}"), &bytes, || async {
-        let items = body::list(body::json(&bytes)?, "points", MAX_ITEMS)?;
-        let mut response = BatchResponse::default();
-        let mut points = Vec::with_capacity(items.len());
-        for (index, item) in items.iter().enumerate() {
-            match parse_metric_point(item) {
-                Ok(point) => points.push(point),
-                Err(e) => response.rejected.push(rejection(index, e)),
+    idempotent(
+        &state,
+        &headers,
+        &format!("metrics/{run_id}"),
+        &bytes,
+        || async {
+            let items = body::list(body::json(&bytes)?, "points", MAX_ITEMS)?;
+            let mut response = BatchResponse::default();
+            let mut points = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                match parse_metric_point(item) {
+                    Ok(point) => points.push(point),
+                    Err(e) => response.rejected.push(rejection(index, e)),
+                }
             }
-        }
-        state.store.write_metrics(&run_id, &points).await?;
-        response.accepted = points.len();
-        Ok(serde_json::to_value(response).unwrap_or(Value::Null))
-    })
+            state.store.write_metrics(&run_id, &points).await?;
+            response.accepted = points.len();
+            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+        },
+    )
     .await
 }
 
@@ -97,30 +113,44 @@ async fn write_events(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
-    idempotent(&state, &headers, &format!("events/{run_id}"), &bytes, || async {
-        let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
-        let mut response = BatchResponse::default();
-        let mut events = Vec::with_capacity(items.len());
-        for (index, item) in items.iter().enumerate() {
-            match parse_event(item) {
-                Ok((event, warnings)) => {
-                    response.warnings.extend(warnings.into_iter().map(|message| Warning { index, message }));
-                    events.push((index, event));
+    idempotent(
+        &state,
+        &headers,
+        &format!("events/{run_id}"),
+        &bytes,
+        || async {
+            let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
+            let mut response = BatchResponse::default();
+            let mut events = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                match parse_event(item) {
+                    Ok((event, warnings)) => {
+                        response.warnings.extend(
+                            warnings
+                                .into_iter()
+                                .map(|message| Warning { index, message }),
+                        );
+                        events.push((index, event));
+                    }
+                    Err(e) => response.rejected.push(rejection(index, e)),
                 }
-                Err(e) => response.rejected.push(rejection(index, e)),
             }
-        }
-        response.accepted = events.len();
-        let warnings = state.store.write_events(&run_id, events, now_us()).await?;
-        response.warnings.extend(warnings);
-        response.warnings.sort_by_key(|w| w.index);
-        Ok(serde_json::to_value(response).unwrap_or(Value::Null))
-    })
+            response.accepted = events.len();
+            let warnings = state.store.write_events(&run_id, events, now_us()).await?;
+            response.warnings.extend(warnings);
+            response.warnings.sort_by_key(|w| w.index);
+            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
+        },
+    )
     .await
 }
 
 fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
-    Rejection { index, code: e.code.to_string(), message: e.message }
+    Rejection {
+        index,
+        code: e.code.to_string(),
+        message: e.message,
+    }
 }
 
 /// Runs `write` once per Idempotency-Key: a retry with the same body gets the first
@@ -142,7 +172,12 @@ where
             .to_str()
             .ok()
             .filter(|k| !k.is_empty() && k.len() <= 255)
-            .ok_or_else(|| ApiError::bad("invalid_idempotency_key", "Idempotency-Key must be 1-255 visible characters"))?
+            .ok_or_else(|| {
+                ApiError::bad(
+                    "invalid_idempotency_key",
+                    "Idempotency-Key must be 1-255 visible characters",
+                )
+            })?
             .to_string(),
     };
     let mut hasher = Sha256::new();
@@ -157,12 +192,25 @@ where
             )));
         }
         let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
-        let mut response = (status, [(axum::http::header::CONTENT_TYPE, "application/json")], record.response).into_response();
-        response.headers_mut().insert("idempotent-replayed", "true".parse().expect("static header"));
+        let mut response = (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            record.response,
+        )
+            .into_response();
+        response.headers_mut().insert(
+            "idempotent-replayed",
+            "true".parse().expect("static header"),
+        );
         return Ok(response);
     }
     let value = write().await?;
-    let record = IdempotencyRecord { key, fingerprint, status: 200, response: value.to_string() };
+    let record = IdempotencyRecord {
+        key,
+        fingerprint,
+        status: 200,
+        response: value.to_string(),
+    };
     state.store.idempotency_put(&record, now_us()).await?;
     Ok(Json(value).into_response())
 }

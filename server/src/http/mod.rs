@@ -29,21 +29,37 @@ pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
 
 impl AppState {
     pub fn new(store: Arc<dyn Store>) -> Self {
-        AppState { store, api_keys: Arc::new(Vec::new()), window_us: DEFAULT_WINDOW_US }
+        AppState {
+            store,
+            api_keys: Arc::new(Vec::new()),
+            window_us: DEFAULT_WINDOW_US,
+        }
     }
 }
 
 pub fn now_us() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
 }
 
 /// The `/api` router.
 pub fn router(state: AppState) -> Router {
-    let writes = ingest::router().route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
+    let writes = ingest::router().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_key,
+    ));
     Router::new()
         .merge(writes)
         .merge(query::router())
-        .fallback(|| async { error::error_response(StatusCode::NOT_FOUND, "not_found", "no such API endpoint".into()) })
+        .fallback(|| async {
+            error::error_response(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no such API endpoint".into(),
+            )
+        })
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::disable())
         .with_state(state)
@@ -69,6 +85,9 @@ async fn json_errors(request: Request, next: Next) -> Response {
         s if s.is_server_error() => "internal",
         _ => "bad_request",
     };
-    let message = status.canonical_reason().unwrap_or("request failed").to_lowercase();
+    let message = status
+        .canonical_reason()
+        .unwrap_or("request failed")
+        .to_lowercase();
     error::error_response(status, code, message)
 }

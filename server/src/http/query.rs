@@ -28,7 +28,10 @@ pub fn router() -> Router<AppState> {
         .route("/runs/{run_id}/traces/steps", get(steps))
         .route("/runs/{run_id}/traces/{trace_id}", get(trace))
         .route("/runs/{run_id}/traces/{trace_id}/spans", get(spans))
-        .route("/runs/{run_id}/traces/{trace_id}/spans/{span_id}", get(span))
+        .route(
+            "/runs/{run_id}/traces/{trace_id}/spans/{span_id}",
+            get(span),
+        )
 }
 
 /// Query parameters, parsed leniently so that every problem is ours to word.
@@ -49,13 +52,20 @@ impl Params {
 
     fn int(&self, name: &str) -> ApiResult<Option<i64>> {
         self.text(name)
-            .map(|v| v.parse::<i64>().map_err(|_| ApiError::bad("invalid_parameter", format!("{name} must be an integer"))))
+            .map(|v| {
+                v.parse::<i64>().map_err(|_| {
+                    ApiError::bad("invalid_parameter", format!("{name} must be an integer"))
+                })
+            })
             .transpose()
     }
 
     fn non_negative(&self, name: &str) -> ApiResult<Option<i64>> {
         match self.int(name)? {
-            Some(v) if v < 0 => Err(ApiError::bad("invalid_parameter", format!("{name} must be a non-negative integer"))),
+            Some(v) if v < 0 => Err(ApiError::bad(
+                "invalid_parameter",
+                format!("{name} must be a non-negative integer"),
+            )),
             other => Ok(other),
         }
     }
@@ -64,12 +74,17 @@ impl Params {
         match self.int("limit")? {
             None => Ok(default),
             Some(n) if n >= 1 && n as usize <= max => Ok(n as usize),
-            Some(_) => Err(ApiError::bad("invalid_parameter", format!("limit must be between 1 and {max}"))),
+            Some(_) => Err(ApiError::bad(
+                "invalid_parameter",
+                format!("limit must be between 1 and {max}"),
+            )),
         }
     }
 
     fn cursor(&self) -> ApiResult<Option<Cursor>> {
-        self.text("cursor").map(|c| Cursor::decode(c).map_err(ApiError::from)).transpose()
+        self.text("cursor")
+            .map(|c| Cursor::decode(c).map_err(ApiError::from))
+            .transpose()
     }
 }
 
@@ -80,10 +95,18 @@ async fn projects(State(state): State<AppState>) -> ApiResult<Json<ProjectList>>
 async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<RunList>> {
     let p = Params::new(raw);
     let cursor = p.cursor()?;
-    Ok(Json(state.store.list_runs(p.text("project"), p.limit(50, 500)?, cursor.as_ref()).await?))
+    Ok(Json(
+        state
+            .store
+            .list_runs(p.text("project"), p.limit(50, 500)?, cursor.as_ref())
+            .await?,
+    ))
 }
 
-async fn run(State(state): State<AppState>, Path(run_id): Path<String>) -> ApiResult<Json<RunDetail>> {
+async fn run(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> ApiResult<Json<RunDetail>> {
     check_id(&run_id, "run_id")?;
     Ok(Json(find_run(&state, &run_id).await?))
 }
@@ -103,18 +126,34 @@ async fn metrics(
 ) -> ApiResult<Json<MetricSeries>> {
     check_id(&run_id, "run_id")?;
     let p = Params::new(raw);
-    let key = p.text("key").ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?.to_string();
+    let key = p
+        .text("key")
+        .ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?
+        .to_string();
     let max_points = match p.int("max_points")? {
         None => 2_000,
         Some(n) if (2..=100_000).contains(&n) => n as usize,
-        Some(_) => return Err(ApiError::bad("invalid_parameter", "max_points must be between 2 and 100000")),
+        Some(_) => {
+            return Err(ApiError::bad(
+                "invalid_parameter",
+                "max_points must be between 2 and 100000",
+            ))
+        }
     };
     find_run(&state, &run_id).await?;
-    let (points, downsampled) = downsample(state.store.metric_series(&run_id, &key).await?, max_points);
-    Ok(Json(MetricSeries { key, points, downsampled }))
+    let (points, downsampled) =
+        downsample(state.store.metric_series(&run_id, &key).await?, max_points);
+    Ok(Json(MetricSeries {
+        key,
+        points,
+        downsampled,
+    }))
 }
 
-async fn traces(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<TraceList>> {
+async fn traces(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<TraceList>> {
     let p = Params::new(raw);
     let run_id = p.text("run_id").map(str::to_string);
     list_traces(&state, p, run_id).await
@@ -137,20 +176,36 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
     }
     let statuses = p
         .text("status")
-        .map(|list| list.split(',').map(|s| SpanStatus::parse_field(s.trim(), "status")).collect::<Result<Vec<_>, _>>())
+        .map(|list| {
+            list.split(',')
+                .map(|s| SpanStatus::parse_field(s.trim(), "status"))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .transpose()?
         .unwrap_or_default();
     let kinds = p
         .text("kind")
-        .map(|list| list.split(',').map(|s| SpanKind::parse_field(s.trim(), "kind")).collect::<Result<Vec<_>, _>>())
+        .map(|list| {
+            list.split(',')
+                .map(|s| SpanKind::parse_field(s.trim(), "kind"))
+                .collect::<Result<Vec<_>, _>>()
+        })
         .transpose()?
         .map(|k| SpanKind::bits_of(&k))
         .unwrap_or(0);
-    let terms: Vec<String> = p.text("q").unwrap_or("").split_whitespace().map(str::to_string).collect();
+    let terms: Vec<String> = p
+        .text("q")
+        .unwrap_or("")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
     if terms.len() > MAX_TERMS {
         return Err(ApiError::bad(
             "too_many_terms",
-            format!("q has {} terms; at most {MAX_TERMS} are allowed", terms.len()),
+            format!(
+                "q has {} terms; at most {MAX_TERMS} are allowed",
+                terms.len()
+            ),
         ));
     }
     let sort = match p.text("sort").unwrap_or("updated") {
@@ -169,7 +224,12 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
     let ascending = match p.text("order").unwrap_or("desc") {
         "desc" => false,
         "asc" => true,
-        other => return Err(ApiError::bad("invalid_parameter", format!("order {other:?} is not valid; use asc or desc"))),
+        other => {
+            return Err(ApiError::bad(
+                "invalid_parameter",
+                format!("order {other:?} is not valid; use asc or desc"),
+            ))
+        }
     };
     Ok(TraceQuery {
         project: p.text("project").map(str::to_string),
@@ -188,14 +248,24 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
     })
 }
 
-async fn list_traces(state: &AppState, p: Params, run_id: Option<String>) -> ApiResult<Json<TraceList>> {
+async fn list_traces(
+    state: &AppState,
+    p: Params,
+    run_id: Option<String>,
+) -> ApiResult<Json<TraceList>> {
     let mut query = trace_query(&p, run_id)?;
     // Browsing without a run covers a recent window only, and says so.
     let window = if query.run_id.is_none() && query.since_us.is_none() && query.until_us.is_none() {
         query.since_us = Some(now_us() - state.window_us);
-        Some(TraceWindow { since_us: query.since_us, until_us: None })
+        Some(TraceWindow {
+            since_us: query.since_us,
+            until_us: None,
+        })
     } else if query.since_us.is_some() || query.until_us.is_some() {
-        Some(TraceWindow { since_us: query.since_us, until_us: query.until_us })
+        Some(TraceWindow {
+            since_us: query.since_us,
+            until_us: query.until_us,
+        })
     } else {
         None
     };
@@ -211,7 +281,16 @@ async fn steps(
 ) -> ApiResult<Json<StepsResponse>> {
     check_id(&run_id, "run_id")?;
     let p = Params::new(raw);
-    Ok(Json(state.store.steps(&run_id, p.non_negative("min_step")?, p.non_negative("max_step")?).await?))
+    Ok(Json(
+        state
+            .store
+            .steps(
+                &run_id,
+                p.non_negative("min_step")?,
+                p.non_negative("max_step")?,
+            )
+            .await?,
+    ))
 }
 
 async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult<TraceSummary> {
@@ -221,7 +300,10 @@ async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult
         return Ok(trace);
     }
     find_run(state, run_id).await?;
-    Err(ApiError::not_found("trace_not_found", format!("trace {trace_id} not found in run {run_id}")))
+    Err(ApiError::not_found(
+        "trace_not_found",
+        format!("trace {trace_id} not found in run {run_id}"),
+    ))
 }
 
 async fn trace(
@@ -243,15 +325,28 @@ async fn spans(
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
         check_id(parent, "parent_span_id")?;
-        if state.store.get_span(&run_id, &trace_id, parent).await?.is_none() {
+        if state
+            .store
+            .get_span(&run_id, &trace_id, parent)
+            .await?
+            .is_none()
+        {
             return Err(span_not_found(parent, &trace_id));
         }
     }
-    Ok(Json(state.store.list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref()).await?))
+    Ok(Json(
+        state
+            .store
+            .list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
+            .await?,
+    ))
 }
 
 fn span_not_found(span_id: &str, trace_id: &str) -> ApiError {
-    ApiError::not_found("span_not_found", format!("span {span_id} not found in trace {trace_id}"))
+    ApiError::not_found(
+        "span_not_found",
+        format!("span {span_id} not found in trace {trace_id}"),
+    )
 }
 
 async fn span(

@@ -2,8 +2,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use treeline_app::wire::{
-    Body, CloseEvent, OpenEvent, SpanEvent, SpanKind, SpanLink, SpanStatus, Warning,
-    MAX_ATTRIBUTES,
+    Body, CloseEvent, OpenEvent, SpanEvent, SpanKind, SpanLink, SpanStatus, Warning, MAX_ATTRIBUTES,
 };
 
 use super::state::{Activity, SpanState, TraceState};
@@ -13,7 +12,10 @@ use super::state::{Activity, SpanState, TraceState};
 pub trait Loader {
     type Error;
     /// The spans among `keys` (trace id, span id) that exist; missing ones are left out.
-    async fn load_spans(&mut self, keys: &[(String, String)]) -> Result<Vec<SpanState>, Self::Error>;
+    async fn load_spans(
+        &mut self,
+        keys: &[(String, String)],
+    ) -> Result<Vec<SpanState>, Self::Error>;
     async fn load_traces(&mut self, trace_ids: &[String]) -> Result<Vec<TraceState>, Self::Error>;
 }
 
@@ -92,7 +94,12 @@ pub async fn plan_batch<L: Loader>(
         if seen.insert(key.clone()) {
             keys.push(key);
         }
-        if let SpanEvent::Open(OpenEvent { parent_span_id: Some(p), trace_id, .. }) = event {
+        if let SpanEvent::Open(OpenEvent {
+            parent_span_id: Some(p),
+            trace_id,
+            ..
+        }) = event
+        {
             let key = (trace_id.clone(), p.clone());
             if seen.insert(key.clone()) {
                 keys.push(key);
@@ -115,9 +122,17 @@ pub async fn plan_batch<L: Loader>(
         batch.insert(state);
     }
     for state in batch.loader.load_traces(&trace_ids).await? {
-        batch.before.insert(state.trace_id.clone(), Some(state.activity()));
+        batch
+            .before
+            .insert(state.trace_id.clone(), Some(state.activity()));
         let id = state.trace_id.clone();
-        batch.traces.insert(id, TraceWrite { state, attributes: Map::new() });
+        batch.traces.insert(
+            id,
+            TraceWrite {
+                state,
+                attributes: Map::new(),
+            },
+        );
     }
     for (index, event) in events {
         match event {
@@ -157,10 +172,13 @@ impl<L: Loader> Batch<'_, L> {
     fn trace(&mut self, trace_id: &str) -> &mut TraceWrite {
         let now = self.now;
         self.before.entry(trace_id.to_string()).or_insert(None);
-        let trace = self.traces.entry(trace_id.to_string()).or_insert_with(|| TraceWrite {
-            state: TraceState::new(trace_id, now),
-            attributes: Map::new(),
-        });
+        let trace = self
+            .traces
+            .entry(trace_id.to_string())
+            .or_insert_with(|| TraceWrite {
+                state: TraceState::new(trace_id, now),
+                attributes: Map::new(),
+            });
         trace.state.updated_us = trace.state.updated_us.max(now);
         trace
     }
@@ -281,7 +299,12 @@ impl<L: Loader> Batch<'_, L> {
     }
 
     /// Adds `n` to the error count of `span_id` and every ancestor known so far.
-    async fn propagate_errors(&mut self, trace_id: &str, span_id: &str, n: i64) -> Result<(), L::Error> {
+    async fn propagate_errors(
+        &mut self,
+        trace_id: &str,
+        span_id: &str,
+        n: i64,
+    ) -> Result<(), L::Error> {
         let mut current = span_id.to_string();
         let mut visited = HashSet::new();
         while visited.insert(current.clone()) {
@@ -313,7 +336,9 @@ impl<L: Loader> Batch<'_, L> {
             }
         }
         for (trace_id, before) in &self.before {
-            let Some(trace) = self.traces.get(trace_id) else { continue };
+            let Some(trace) = self.traces.get(trace_id) else {
+                continue;
+            };
             let after = trace.state.activity();
             if *before == Some(after) {
                 continue;

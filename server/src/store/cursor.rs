@@ -19,7 +19,23 @@ impl Cursor {
     }
 
     pub fn decode(text: &str) -> Result<Cursor, StoreError> {
-        let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| StoreError::BadCursor)?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(text)
+            .map_err(|_| StoreError::BadCursor)?;
         serde_json::from_slice(&bytes).map_err(|_| StoreError::BadCursor)
     }
+}
+
+/// Trims the extra row a page query fetched and turns the last kept row into the
+/// next page's cursor.
+pub fn page_cursor<T>(
+    items: &mut Vec<T>,
+    limit: usize,
+    key: impl Fn(&T) -> Cursor,
+) -> Option<String> {
+    if items.len() <= limit {
+        return None;
+    }
+    items.truncate(limit);
+    items.last().map(|last| key(last).encode())
 }

@@ -2,8 +2,8 @@
 //! one conformance suite (`tests/conformance.rs`) run against both.
 
 mod cursor;
-mod rows;
 mod postgres;
+mod rows;
 mod sqlite;
 
 use async_trait::async_trait;
@@ -130,8 +130,7 @@ pub trait Store: Send + Sync + 'static {
 /// Opens the store a `--database-url` names: `sqlite:PATH` or `postgres://…`.
 pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
     if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        let _ = PostgresStore::connect(url).await?;
-        Err(StoreError::Corrupt("PostgreSQL support is not built yet".into()))
+        Ok(std::sync::Arc::new(PostgresStore::connect(url).await?))
     } else {
         Ok(std::sync::Arc::new(SqliteStore::open(url).await?))
     }

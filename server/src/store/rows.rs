@@ -4,8 +4,7 @@
 use serde_json::{Map, Value};
 use sqlx::Row;
 use treeline_app::wire::{
-    RunDetail, RunStatus, RunSummary, SpanDetail, SpanKind, SpanLink, SpanNode,
-    TraceSummary,
+    RunDetail, RunStatus, RunSummary, SpanDetail, SpanKind, SpanLink, SpanNode, TraceSummary,
 };
 
 use super::{IdempotencyRecord, StoreError, StoreResult};
@@ -18,10 +17,12 @@ pub trait DbRow {
     fn flag(&self, col: &str) -> StoreResult<bool>;
 
     fn req_int(&self, col: &str) -> StoreResult<i64> {
-        self.int(col)?.ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
+        self.int(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
     }
     fn req_text(&self, col: &str) -> StoreResult<String> {
-        self.text(col)?.ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
+        self.text(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
     }
 }
 
@@ -72,7 +73,8 @@ pub const TRACE_COLUMNS: &str = "t.run_id, t.project, t.trace_id, t.root_span_id
      t.updated_us, t.attributes";
 
 fn parse<T: std::str::FromStr>(text: &str, what: &str) -> StoreResult<T> {
-    text.parse().map_err(|_| StoreError::Corrupt(format!("unknown {what} {text:?}")))
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("unknown {what} {text:?}")))
 }
 
 fn kind(r: &impl DbRow, col: &str) -> StoreResult<Option<SpanKind>> {
@@ -204,7 +206,9 @@ pub fn span_detail(
     path: Vec<String>,
 ) -> StoreResult<SpanDetail> {
     let links = match r.text("links")? {
-        Some(text) => serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        Some(text) => {
+            serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?
+        }
         None => Vec::new(),
     };
     Ok(SpanDetail {

@@ -7,21 +7,18 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 use treeline_app::wire::{
-    MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList,
-    RunSummary, RunUpsert, SpanDetail, SpanEvent, SpanKind, SpanNode, SpanPage,
-    StepActivity, StepTotals, StepsResponse, TraceList, TraceSummary, Warning,
-    STEP_LIMIT,
+    MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList, RunSummary, RunUpsert,
+    SpanDetail, SpanEvent, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals, StepsResponse,
+    TraceList, TraceSummary, Warning, STEP_LIMIT,
 };
 
+use super::cursor::page_cursor;
 use super::rows::{self, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
-use super::{
-    Cursor, IdempotencyRecord, Store, StoreError, StoreResult, TraceQuery, TraceSort,
-};
+use super::{Cursor, IdempotencyRecord, Store, StoreError, StoreResult, TraceQuery, TraceSort};
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -38,7 +35,11 @@ impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite:PATH` or a path) and
     /// runs its migrations.
     pub async fn open(url: &str) -> StoreResult<Self> {
-        let url = if url.starts_with("sqlite:") { url.to_string() } else { format!("sqlite:{url}") };
+        let url = if url.starts_with("sqlite:") {
+            url.to_string()
+        } else {
+            format!("sqlite:{url}")
+        };
         let options = SqliteConnectOptions::from_str(&url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -86,7 +87,8 @@ impl Loader for SqliteLoader<'_, '_> {
     }
 
     async fn load_traces(&mut self, trace_ids: &[String]) -> StoreResult<Vec<TraceState>> {
-        let ids = serde_json::to_string(trace_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let ids =
+            serde_json::to_string(trace_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let rows = sqlx::query(&format!(
             "SELECT {} FROM json_each(?2) AS k JOIN traces t
                ON t.run_id = ?1 AND t.trace_id = k.value",
@@ -226,7 +228,11 @@ async fn write_plan(
             "INSERT INTO step_activity (run_id, step, traces, errored, running) ",
         );
         q.push_values(&plan.steps, |mut b, (step, d)| {
-            b.push_bind(run_id).push_bind(*step).push_bind(d.traces).push_bind(d.errored).push_bind(d.running);
+            b.push_bind(run_id)
+                .push_bind(*step)
+                .push_bind(d.traces)
+                .push_bind(d.errored)
+                .push_bind(d.running);
         });
         q.push(
             " ON CONFLICT (run_id, step) DO UPDATE SET traces = traces + excluded.traces, \
@@ -271,14 +277,18 @@ async fn run_project(tx: &mut Transaction<'_, Sqlite>, run_id: &str) -> StoreRes
 impl Store for SqliteStore {
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool> {
         let mut tx = self.writer.begin().await?;
-        let existing: Option<String> = sqlx::query_scalar("SELECT project FROM runs WHERE run_id = ?")
-            .bind(run_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+        let existing: Option<String> =
+            sqlx::query_scalar("SELECT project FROM runs WHERE run_id = ?")
+                .bind(run_id)
+                .fetch_optional(&mut *tx)
+                .await?;
         let config = run.config.as_ref().map(Value::to_string);
         let created = match existing {
             Some(project) if project != run.project => {
-                return Err(StoreError::ProjectConflict { run_id: run_id.into(), existing: project })
+                return Err(StoreError::ProjectConflict {
+                    run_id: run_id.into(),
+                    existing: project,
+                })
             }
             Some(_) => {
                 sqlx::query(
@@ -347,9 +357,15 @@ impl Store for SqliteStore {
         let mut tx = self.writer.begin().await?;
         run_project(&mut tx, run_id).await?;
         for chunk in points.chunks(5_000) {
-            let mut q = QueryBuilder::<Sqlite>::new("INSERT INTO metric_points (run_id, key, step, value, ts) ");
+            let mut q = QueryBuilder::<Sqlite>::new(
+                "INSERT INTO metric_points (run_id, key, step, value, ts) ",
+            );
             q.push_values(chunk, |mut b, p| {
-                b.push_bind(run_id).push_bind(&p.key).push_bind(p.step).push_bind(p.value).push_bind(p.ts);
+                b.push_bind(run_id)
+                    .push_bind(&p.key)
+                    .push_bind(p.step)
+                    .push_bind(p.value)
+                    .push_bind(p.ts);
             });
             q.push(" ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, ts = excluded.ts");
             q.build().execute(&mut *tx).await?;
@@ -369,17 +385,26 @@ impl Store for SqliteStore {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        let plan = plan_batch(&mut SqliteLoader { tx: &mut tx, run_id }, events, now).await?;
+        let plan = plan_batch(
+            &mut SqliteLoader {
+                tx: &mut tx,
+                run_id,
+            },
+            events,
+            now,
+        )
+        .await?;
         write_plan(&mut tx, run_id, &project, &plan, now).await?;
         tx.commit().await?;
         Ok(plan.warnings)
     }
 
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        let row = sqlx::query("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ?")
-            .bind(key)
-            .fetch_optional(&self.reader)
-            .await?;
+        let row =
+            sqlx::query("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ?")
+                .bind(key)
+                .fetch_optional(&self.reader)
+                .await?;
         row.map(|r| rows::idempotency(&r)).transpose()
     }
 
@@ -433,41 +458,61 @@ impl Store for SqliteStore {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<RunList> {
-        let mut q = QueryBuilder::<Sqlite>::new(format!("SELECT {} FROM runs WHERE 1 = 1", rows::RUN_COLUMNS));
+        let mut q = QueryBuilder::<Sqlite>::new(format!(
+            "SELECT {} FROM runs WHERE 1 = 1",
+            rows::RUN_COLUMNS
+        ));
         if let Some(p) = project {
             q.push(" AND project = ").push_bind(p);
         }
         if let Some(c) = cursor {
-            q.push(" AND (start_us, run_id) < (").push_bind(c.value).push(", ").push_bind(&c.a).push(")");
+            q.push(" AND (start_us, run_id) < (")
+                .push_bind(c.value)
+                .push(", ")
+                .push_bind(&c.a)
+                .push(")");
         }
-        q.push(" ORDER BY start_us DESC, run_id DESC LIMIT ").push_bind(limit as i64 + 1);
+        q.push(" ORDER BY start_us DESC, run_id DESC LIMIT ")
+            .push_bind(limit as i64 + 1);
         let rows = q.build().fetch_all(&self.reader).await?;
-        let mut runs: Vec<RunSummary> = rows.iter().map(rows::run_summary).collect::<StoreResult<_>>()?;
-        let next_cursor = page_cursor(&mut runs, limit, |r| Cursor { value: r.start_us, a: r.run_id.clone(), b: String::new() });
+        let mut runs: Vec<RunSummary> = rows
+            .iter()
+            .map(rows::run_summary)
+            .collect::<StoreResult<_>>()?;
+        let next_cursor = page_cursor(&mut runs, limit, |r| Cursor {
+            value: r.start_us,
+            a: r.run_id.clone(),
+            b: String::new(),
+        });
         Ok(RunList { runs, next_cursor })
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>> {
-        let row = sqlx::query(&format!("SELECT {}, config FROM runs WHERE run_id = ?", rows::RUN_COLUMNS))
-            .bind(run_id)
-            .fetch_optional(&self.reader)
-            .await?;
+        let row = sqlx::query(&format!(
+            "SELECT {}, config FROM runs WHERE run_id = ?",
+            rows::RUN_COLUMNS
+        ))
+        .bind(run_id)
+        .fetch_optional(&self.reader)
+        .await?;
         let Some(row) = row else { return Ok(None) };
-        let metric_keys: Vec<String> =
-            sqlx::query_scalar("SELECT DISTINCT key FROM metric_points WHERE run_id = ? ORDER BY key")
-                .bind(run_id)
-                .fetch_all(&self.reader)
-                .await?;
+        let metric_keys: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT key FROM metric_points WHERE run_id = ? ORDER BY key",
+        )
+        .bind(run_id)
+        .fetch_all(&self.reader)
+        .await?;
         Ok(Some(rows::run_detail(&row, metric_keys)?))
     }
 
     async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>> {
-        let rows: Vec<(i64, f64)> =
-            sqlx::query_as("SELECT step, value FROM metric_points WHERE run_id = ? AND key = ? ORDER BY step")
-                .bind(run_id)
-                .bind(key)
-                .fetch_all(&self.reader)
-                .await?;
+        let rows: Vec<(i64, f64)> = sqlx::query_as(
+            "SELECT step, value FROM metric_points WHERE run_id = ? AND key = ? ORDER BY step",
+        )
+        .bind(run_id)
+        .bind(key)
+        .fetch_all(&self.reader)
+        .await?;
         Ok(rows)
     }
 
@@ -498,7 +543,9 @@ impl Store for SqliteStore {
             q.push(")");
         }
         if query.kinds != 0 {
-            q.push(" AND (t.kinds & ").push_bind(query.kinds).push(") <> 0");
+            q.push(" AND (t.kinds & ")
+                .push_bind(query.kinds)
+                .push(") <> 0");
         }
         if let Some(v) = query.since_us {
             q.push(" AND t.updated_us >= ").push_bind(v);
@@ -514,13 +561,21 @@ impl Store for SqliteStore {
         }
         for term in &query.terms {
             let escaped = rows::escape_like(term);
-            q.push(" AND (t.name LIKE ").push_bind(format!("%{escaped}%")).push(" ESCAPE '\\'");
+            q.push(" AND (t.name LIKE ")
+                .push_bind(format!("%{escaped}%"))
+                .push(" ESCAPE '\\'");
             for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
-                q.push(format!(" OR {column} LIKE ")).push_bind(format!("{escaped}%")).push(" ESCAPE '\\'");
+                q.push(format!(" OR {column} LIKE "))
+                    .push_bind(format!("{escaped}%"))
+                    .push(" ESCAPE '\\'");
             }
             q.push(")");
         }
-        let (cmp, dir) = if query.ascending { (">", "ASC") } else { ("<", "DESC") };
+        let (cmp, dir) = if query.ascending {
+            (">", "ASC")
+        } else {
+            ("<", "DESC")
+        };
         if let Some(c) = &query.cursor {
             q.push(format!(" AND ({sort}, t.run_id, t.trace_id) {cmp} ("))
                 .push_bind(c.value)
@@ -530,8 +585,10 @@ impl Store for SqliteStore {
                 .push_bind(&c.b)
                 .push(")");
         }
-        q.push(format!(" ORDER BY {sort} {dir}, t.run_id {dir}, t.trace_id {dir} LIMIT "))
-            .push_bind(query.limit as i64 + 1);
+        q.push(format!(
+            " ORDER BY {sort} {dir}, t.run_id {dir}, t.trace_id {dir} LIMIT "
+        ))
+        .push_bind(query.limit as i64 + 1);
         let rows = q.build().fetch_all(&self.reader).await?;
         let mut items: Vec<(i64, TraceSummary)> = rows
             .iter()
@@ -572,14 +629,25 @@ impl Store for SqliteStore {
         let mut q = QueryBuilder::<Sqlite>::new(format!(
             "SELECT {SPAN_NODE_COLUMNS} FROM spans s WHERE s.run_id = "
         ));
-        q.push_bind(run_id).push(" AND s.trace_id = ").push_bind(trace_id);
-        q.push(" AND s.tree_parent = ").push_bind(parent.unwrap_or(""));
+        q.push_bind(run_id)
+            .push(" AND s.trace_id = ")
+            .push_bind(trace_id);
+        q.push(" AND s.tree_parent = ")
+            .push_bind(parent.unwrap_or(""));
         if let Some(c) = cursor {
-            q.push(" AND (s.start_us, s.span_id) > (").push_bind(c.value).push(", ").push_bind(&c.a).push(")");
+            q.push(" AND (s.start_us, s.span_id) > (")
+                .push_bind(c.value)
+                .push(", ")
+                .push_bind(&c.a)
+                .push(")");
         }
-        q.push(" ORDER BY s.start_us, s.span_id LIMIT ").push_bind(limit as i64 + 1);
+        q.push(" ORDER BY s.start_us, s.span_id LIMIT ")
+            .push_bind(limit as i64 + 1);
         let rows = q.build().fetch_all(&self.reader).await?;
-        let mut spans: Vec<SpanNode> = rows.iter().map(rows::span_node).collect::<StoreResult<_>>()?;
+        let mut spans: Vec<SpanNode> = rows
+            .iter()
+            .map(rows::span_node)
+            .collect::<StoreResult<_>>()?;
         let next_cursor = page_cursor(&mut spans, limit, |s| Cursor {
             value: s.start_us,
             a: s.span_id.clone(),
@@ -653,7 +721,12 @@ impl Store for SqliteStore {
         .fetch_all(&self.reader)
         .await?
         .into_iter()
-        .map(|(step, traces, errored, running)| StepActivity { step, traces, errored, running })
+        .map(|(step, traces, errored, running)| StepActivity {
+            step,
+            traces,
+            errored,
+            running,
+        })
         .collect();
         let truncated = steps.len() > STEP_LIMIT;
         steps.truncate(STEP_LIMIT);
@@ -671,14 +744,4 @@ impl Store for SqliteStore {
             limit: STEP_LIMIT,
         })
     }
-}
-
-/// Trims the extra row a page query fetched and turns the last kept row into the
-/// next page's cursor.
-pub(super) fn page_cursor<T>(items: &mut Vec<T>, limit: usize, key: impl Fn(&T) -> Cursor) -> Option<String> {
-    if items.len() <= limit {
-        return None;
-    }
-    items.truncate(limit);
-    items.last().map(|last| key(last).encode())
 }

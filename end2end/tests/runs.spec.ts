@@ -1,0 +1,29 @@
+import { test, expect, createRun, sendEvents } from "./fixtures";
+
+test.beforeAll(async ({ request }) => {
+  await createRun(request, "e2e-ppo", "cartpole", "ppo-seed-1");
+  await createRun(request, "e2e-grpo", "math-agent", "grpo-run-7");
+  await sendEvents(request, "e2e-ppo", [
+    { op: "open", trace_id: "t1", span_id: "root", name: "rollout 1", kind: "rollout", ts: 1, step: 1 },
+    { op: "close", trace_id: "t1", span_id: "root", status: "error", ts: 5 },
+  ]);
+});
+
+test("the runs page renders on the server and hydrates", async ({ page }) => {
+  await page.goto("/");
+  const table = page.getByRole("table");
+  await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
+  await expect(table.getByRole("row", { name: /grpo-run-7/ })).toBeVisible();
+  // Typing narrows the list only once the wasm has taken over the page.
+  await page.getByLabel("Filter runs").fill("grpo");
+  await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toHaveCount(0);
+  await expect(table.getByRole("row", { name: /grpo-run-7/ })).toBeVisible();
+  await expect(page.getByText("1 of 2 runs")).toBeVisible();
+});
+
+test("a run shows its trace and failed-trace counts", async ({ page }) => {
+  await page.goto("/");
+  const row = page.getByRole("row", { name: /ppo-seed-1/ });
+  await expect(row.getByRole("cell").nth(3)).toHaveText("1");
+  await expect(row.getByRole("cell").nth(4)).toHaveText("1");
+});

@@ -1,0 +1,382 @@
+"""Runs: what `treeline.init` returns, and the process-wide exit handling."""
+
+import atexit
+import dataclasses
+import json
+import logging
+import math
+import multiprocessing.util
+import os
+import sys
+import threading
+import time
+
+from . import decorate, redact
+from .context import current_span_var, step_var
+from .delivery import Sender, warn_limited
+from .ids import check_id, coin, new_run_id, new_trace_id
+from .preview import DEFAULT_LIMIT
+from .span import NoopSpan, RemoteParent, Span, _Parent, metric_value
+from .spool import Spool
+from .transport import Transport, pick_encoding
+from .vocab import check_capture, check_kind, check_non_negative, check_run_status
+
+log = logging.getLogger("treeline")
+
+DEFAULT_URL = "http://127.0.0.1:3000"  # what `treeline serve` listens on by default
+_TRUE = ("1", "true", "yes", "on")
+
+_runs = []  # every run of this process, for the exit handler
+_default = [None]  # the most recent run, for the module-level helpers
+_state = {"hooks": False, "uncaught": False}
+
+
+def _env_flag(name):
+    return os.environ.get(name, "").strip().lower() in _TRUE
+
+
+def _env_rate():
+    text = os.environ.get("TREELINE_SAMPLE_RATE", "").strip()
+    try:
+        rate = float(text) if text else 1.0
+        if 0.0 <= rate <= 1.0:
+            return rate
+    except ValueError:
+        pass
+    log.warning("treeline: ignoring TREELINE_SAMPLE_RATE=%r (want a number from 0 to 1)", text)
+    return 1.0
+
+
+def default_spool_dir():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "treeline", "spool")
+
+
+class Run(_Parent):
+    """One training run: its metrics and its traces. Create it with `treeline.init`."""
+
+    def __init__(self, project, name=None, config=None, *, url=None, api_key=None,
+                 run_id=None, capture="off", sample_rate=None, rank=None,
+                 preview_limit=DEFAULT_LIMIT, finish_on_exit=None, disabled=None,
+                 spool_dir=None, compression="auto", timeout=10.0, flush_interval=1.0,
+                 batch_bytes=512 * 1024, max_queue_bytes=64 << 20, max_retries=4,
+                 transport=None):
+        if type(project) is not str or not 1 <= len(project) <= 128 or any(
+                ord(c) < 32 or ord(c) == 127 for c in project):
+            raise ValueError("project must be 1-128 characters with no control characters")
+        if name is not None and type(name) is not str:
+            raise TypeError("name must be a string")
+        self.project = project
+        self.name = name
+        self.run_id = check_id(run_id, "run_id") if run_id is not None else new_run_id()
+        self.capture = check_capture(capture) or "off"
+        if sample_rate is None:
+            sample_rate = _env_rate()
+        if not 0.0 <= float(sample_rate) <= 1.0:
+            raise ValueError("sample_rate must be between 0 and 1, got %r" % (sample_rate,))
+        self.sample_rate = float(sample_rate)
+        if rank is None and os.environ.get("RANK", "").isdigit():
+            rank = int(os.environ["RANK"])  # torch.distributed's launcher sets it
+        self.rank = check_non_negative(rank, "rank")
+        self.step = None  # roots take their step from the call or a step block
+        self.preview_limit = int(preview_limit)
+        self.trace_id = self.span_id = self.thread_id = None
+        self._inert = _env_flag("TREELINE_DISABLED") if disabled is None else bool(disabled)
+        self._live = {}
+        self._finished = False
+        self._next_step = 0
+        # Passing run_id joins a run another process may own: do not finish it at exit.
+        self.finish_on_exit = (run_id is None) if finish_on_exit is None else finish_on_exit
+        self.url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
+        if self._inert:
+            self._sender = None
+            return
+        api_key = api_key or os.environ.get("TREELINE_API_KEY") or None
+        redact.add_known_secret(api_key)
+        spool_dir = spool_dir or os.environ.get("TREELINE_SPOOL_DIR") or default_spool_dir()
+        self.spool_dir = os.path.join(spool_dir, self.run_id)
+        self._sender = Sender(
+            transport or Transport(self.url, api_key, timeout),
+            Spool(self.spool_dir, url=self.url), run_id=self.run_id,
+            encoding=pick_encoding(compression), batch_bytes=batch_bytes,
+            max_queue_bytes=max_queue_bytes, flush_interval=flush_interval,
+            max_retries=max_retries)
+        body = {"project": project, "start_us": time.time_ns() // 1000}
+        if name is not None:
+            body["name"] = name
+        if config is not None:
+            body["config"] = _jsonable(redact.redact_config(_as_dict(config)))
+        self._sender.put_request("PUT", "/api/runs/" + self.run_id, body, "run")
+        _register(self)
+
+    # -- spans ----------------------------------------------------------------------
+
+    def trace(self, name, kind="custom", *, step=None, rank=None, attributes=None,
+              inputs=None, capture=None, metrics=None, links=None, thread_id=None):
+        """A root span: a new trace. Sampling is decided here, once per root."""
+        check_kind(kind)
+        if self._inert or (self.sample_rate < 1.0 and coin() >= self.sample_rate) \
+                or not self._admit():
+            return NoopSpan(self, attributes)
+        if step is None:
+            step = step_var.get()
+        if thread_id is None:
+            thread_id = threading.current_thread().name
+        elif type(thread_id) is not str:
+            raise TypeError("thread_id must be a string")
+        return Span(self, new_trace_id(), None, name, kind, step,
+                    self.rank if rank is None else rank, thread_id[:256],
+                    capture or self.capture, attributes, inputs, metrics, links)
+
+    def span(self, name, kind="custom", **kw):
+        """A child of this run's active span in this thread or task, else a root."""
+        parent = self._current()
+        if parent is not None:
+            return parent.span(name, kind, **kw)
+        return self.trace(name, kind, **kw)
+
+    def start_span(self, name, kind="custom", *, parent_span_id=None, trace_id=None, **kw):
+        """An already-opened span for manual lifecycles: call .end(status) on it.
+        Without parent_span_id it nests under the active span of this run, if any."""
+        check_kind(kind)
+        if self._inert:
+            return NoopSpan(self, kw.get("attributes"))
+        if parent_span_id is None:
+            return self.span(name, kind, **kw).start()
+        check_id(parent_span_id, "parent_span_id")
+        parent = self._live.get(parent_span_id)
+        if parent is None:
+            current = self._current()
+            if trace_id is None and current is not None:
+                trace_id = current.trace_id
+            if trace_id is None:
+                raise ValueError("parent_span_id %r is not an open span of this process; pass "
+                                 "trace_id= too (or use a carrier)" % parent_span_id)
+            parent = RemoteParent(self, check_id(trace_id, "trace_id"), parent_span_id,
+                                  rank=self.rank, thread_id=threading.current_thread().name)
+        return parent.span(name, kind, **kw).start()
+
+    def trace_op(self, fn=None, **options):
+        """`@run.trace_op` or `@run.trace_op(name=, kind="function", step=, rank=,
+        attributes=, metrics=, capture=)`: one span per call of a sync or async function."""
+        if self._inert:
+            decorate.trace_op(lambda: None, None, **options)  # still check the options
+            return fn if fn is not None else (lambda f: f)
+        return decorate.trace_op(lambda: self, fn, **options)
+
+    def attach_trace_context(self, carrier):
+        """`with run.attach_trace_context(carrier) as parent:` spans opened in the block
+        (or on `parent`) join the trace the carrier came from."""
+        if not isinstance(carrier, dict):
+            raise TypeError("a trace carrier is the dict from span.context()")
+        if self._inert:
+            return NoopSpan(self)
+        run_id = carrier.get("run_id")
+        if run_id != self.run_id:
+            raise ValueError("this carrier belongs to run %r, not to run %r; carriers are "
+                             "run-scoped" % (run_id, self.run_id))
+        if not carrier.get("sampled", True):
+            return NoopSpan(self)
+        step, rank = carrier.get("step"), carrier.get("rank")
+        return RemoteParent(
+            self, check_id(carrier.get("trace_id"), "trace_id"),
+            check_id(carrier.get("span_id"), "span_id"),
+            step=check_non_negative(step, "step"), rank=check_non_negative(rank, "rank"),
+            thread_id=carrier.get("thread_id"), capture=check_capture(carrier.get("capture")))
+
+    def _current(self):
+        current = current_span_var.get()
+        if current is not None and current.run is self:
+            return current
+        return None
+
+    def _admit(self):
+        if self._sender.room():
+            return True
+        self._sender.dropped += 1
+        warn_limited("full", "queue full (%d bytes); new spans are inert until it drains",
+                     self._sender.max_queue_bytes, limit=1)
+        return False
+
+    # -- metrics and lifecycle ----------------------------------------------------------
+
+    def log_metrics(self, metrics, step=None):
+        """Logs numbers at a step: the given one, else the enclosing step block's, else
+        one past the last step logged. NaN and infinity are skipped with a warning."""
+        if self._inert:
+            return
+        if step is None:
+            step = step_var.get()
+            if step is None:
+                step = self._next_step
+        elif type(step) is not int or step < 0:
+            step = check_non_negative(step, "step")
+        self._next_step = step + 1
+        ts = time.time_ns() // 1000
+        points = []
+        for key, value in metrics.items():
+            value = metric_value(key, value)
+            if value is not None:
+                points.append({"key": key, "step": step, "value": value, "ts": ts})
+        if points:
+            self._sender.put_points(points, 96 * len(points))
+
+    def flush(self, timeout=30.0):
+        """Waits until everything logged so far was sent (or spooled, if the server is
+        unreachable) and one replay of the spool was tried. True when nothing is left
+        waiting on disk."""
+        if self._inert:
+            return True
+        return self._sender.flush(timeout)
+
+    def finish(self, status="finished", timeout=30.0):
+        """Closes spans still open as interrupted, marks the run finished (or failed)
+        and flushes. Spans logged afterwards are still sent."""
+        check_run_status(status)
+        if self._inert or self._finished:
+            return True
+        self._finished = True
+        self._close_live("interrupted")
+        self._sender.put_request("POST", "/api/runs/%s/finish" % self.run_id,
+                                 {"status": status, "end_us": time.time_ns() // 1000}, "finish")
+        return self._sender.close(timeout)
+
+    @property
+    def dropped(self):
+        """Spans and metric points dropped because the queue was full."""
+        return self._sender.dropped if self._sender else 0
+
+    def _close_live(self, status):
+        for span in reversed(list(self._live.values())):  # children before parents
+            try:
+                span._close(status)
+            except Exception:
+                pass
+
+    def _on_exit(self):
+        if self._inert:
+            return
+        self._close_live("interrupted")
+        if self.finish_on_exit and not self._finished:
+            self._finished = True
+            status = "failed" if _state["uncaught"] else "finished"
+            self._sender.put_request("POST", "/api/runs/%s/finish" % self.run_id,
+                                     {"status": status, "end_us": time.time_ns() // 1000},
+                                     "finish")
+        timeout = float(os.environ.get("TREELINE_EXIT_TIMEOUT", "15") or 15)
+        start = time.monotonic()
+        delivered = self._sender.flush(timeout)
+        if not delivered and time.monotonic() - start >= timeout * 0.95:
+            self._sender.hurry_up()  # out of patience: whatever is left goes to disk
+            delivered = self._sender.flush(5.0)
+        if not delivered:
+            log.warning("treeline: run %s: some data could not be sent and waits in %s; "
+                        "send it later with: treeline-sync %s", self.run_id, self.spool_dir,
+                        self.spool_dir)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, et, exc, tb):
+        failed = et is not None and (issubclass(et, Exception) or et is KeyboardInterrupt)
+        self.finish("failed" if failed else "finished")
+        return False
+
+    def __repr__(self):
+        return "<treeline.Run %s project=%r%s>" % (self.run_id, self.project,
+                                                  " disabled" if self._inert else "")
+
+
+def init(project, name=None, config=None, *, url=None, api_key=None, run_id=None, **options):
+    """Starts (or, with run_id, joins) a run. TREELINE_URL and TREELINE_API_KEY come
+    from the environment when not given; TREELINE_DISABLED=1 makes everything inert.
+    Never contacts the server in this call: the run is created by the background sender."""
+    run = Run(project, name, config, url=url, api_key=api_key, run_id=run_id, **options)
+    _default[0] = run
+    return run
+
+
+def current_run():
+    """The run of the active span, else the most recently initialized run, else None."""
+    current = current_span_var.get()
+    if current is not None and current.run is not None:
+        return current.run
+    return _default[0]
+
+
+def flush(timeout=30.0):
+    return all([run.flush(timeout) for run in list(_runs)])
+
+
+# -- process-wide hooks ------------------------------------------------------------------
+
+def _register(run):
+    _runs.append(run)
+    multiprocessing.util.register_after_fork(run, _after_multiprocessing_fork)
+    if _state["hooks"]:
+        return
+    _state["hooks"] = True
+    atexit.register(_at_exit)
+    previous = sys.excepthook
+
+    def hook(et, exc, tb):
+        _state["uncaught"] = True
+        previous(et, exc, tb)
+
+    sys.excepthook = hook
+
+
+def _at_exit():
+    for run in list(_runs):
+        try:
+            run._on_exit()
+        except Exception:
+            log.exception("treeline: error while flushing at exit")
+
+
+def _after_fork_in_child():
+    # Spans open in the parent belong to it; the child must not close them.
+    _state["mp_final"] = False  # multiprocessing clears its finalizers in the child
+    for run in _runs:
+        run._live.clear()
+        run.finish_on_exit = False
+
+
+def _after_multiprocessing_fork(run):
+    # multiprocessing's forked workers leave through os._exit, skipping atexit; its own
+    # finalizers do run, so flush from one of them.
+    if not _state.get("mp_final"):
+        _state["mp_final"] = True
+        multiprocessing.util.Finalize(None, _at_exit, exitpriority=10)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _as_dict(config):
+    if isinstance(config, dict):
+        return config
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        return dataclasses.asdict(config)
+    if hasattr(config, "__dict__"):  # argparse.Namespace and plain objects
+        return dict(vars(config))
+    return dict(config)
+
+
+def _jsonable(value, depth=0):
+    """Run configs are sent whole: keep what JSON can carry and stringify the rest."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth > 20:
+        return repr(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v, depth + 1) for v in value]
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return repr(value)

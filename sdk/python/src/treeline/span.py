@@ -1,0 +1,479 @@
+"""Spans: the recorded kind, the inert kind, and the stand-in for a remote parent."""
+
+import asyncio
+import math
+import threading
+import time
+
+from .attrs import check_attribute, check_attributes
+from .context import attributes_var, current_span_var, reset, step_var
+from .delivery import warn_limited
+from .ids import check_id, new_span_id
+from .preview import message_preview, preview
+from .vocab import check_capture, check_kind, check_non_negative, check_status
+
+_now_ns = time.time_ns
+_MAX_NAME = 1024
+
+
+class _Parent:
+    """Child constructors and kind-named helpers, shared by everything spans can hang off."""
+
+    __slots__ = ()
+
+    def span(self, name, kind="custom", *, step=None, rank=None, attributes=None,
+             inputs=None, capture=None, metrics=None, links=None):
+        """A child span; its open is queued when its block is entered (or on start())."""
+        check_kind(kind)
+        run = self.run
+        if not run._admit():
+            return NoopSpan(run, attributes)
+        if step is None:
+            step = step_var.get()
+            if step is None:
+                step = self.step
+        return Span(run, self.trace_id, self.span_id, name, kind, step,
+                    self.rank if rank is None else rank, self.thread_id,
+                    capture or self.capture, attributes, inputs, metrics, links)
+
+    def model(self, name, prompt=None, **kw):
+        """A model call (an LLM or a policy); the prompt is its input."""
+        return self.span(name, "model", **with_inputs(kw, prompt))
+
+    llm = model
+
+    def tool(self, name, inputs=None, **kw):
+        """A tool call; `inputs` are the tool's arguments, set_output its result."""
+        return self.span(name, "tool", inputs=inputs, **kw)
+
+    def thought(self, name="thought", text=None, **kw):
+        """The agent's reasoning; the text is the span's output."""
+        s = self.span(name, "thought", **kw)
+        if text is not None:
+            s.set_output(text)
+        return s
+
+    def agent(self, name, inputs=None, **kw):
+        """A nested agent, with children of its own."""
+        return self.span(name, "agent", inputs=inputs, **kw)
+
+    def iteration(self, name="iteration", inputs=None, **kw):
+        """One pass of a perceive-act loop; the trace counts these."""
+        return self.span(name, "iteration", inputs=inputs, **kw)
+
+
+class Span(_Parent):
+    """A recorded span. Use it as a context manager, or start() it and end() it."""
+
+    __slots__ = ("run", "trace_id", "span_id", "parent_span_id", "name", "kind", "step",
+                 "rank", "thread_id", "capture", "_attrs", "_input", "_input_size",
+                 "_output", "_output_size", "_error", "_close_attrs", "_metrics", "_links",
+                 "_tokens", "_status", "_state", "_token", "_prev")
+
+    def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
+                 capture, attributes, inputs, metrics, links):
+        if type(name) is not str:
+            raise TypeError("span name must be a string, got %s" % type(name).__name__)
+        if not name:
+            raise ValueError("span name must not be empty")
+        if len(name) > _MAX_NAME:
+            name = name[:_MAX_NAME]
+        if step is not None and (type(step) is not int or step < 0):
+            step = check_non_negative(step, "step")
+        if rank is not None and (type(rank) is not int or rank < 0):
+            rank = check_non_negative(rank, "rank")
+        if capture != "off" and capture != "preview":
+            check_capture(capture)
+        self.run = run
+        self.trace_id = trace_id
+        self.span_id = new_span_id()
+        self.parent_span_id = parent_span_id
+        self.name = name
+        self.kind = kind
+        self.step = step
+        self.rank = rank
+        self.thread_id = thread_id
+        self.capture = capture
+        ambient = attributes_var.get()
+        if attributes:
+            attrs = check_attributes(attributes)
+            if ambient:
+                merged = dict(ambient)
+                merged.update(attrs)
+                attrs = merged
+        else:
+            attrs = ambient  # shared, never mutated: each block builds a new dict
+        self._attrs = attrs
+        self._input = self._output = self._error = None
+        self._input_size = self._output_size = 0
+        self._close_attrs = None
+        self._metrics = None
+        self._links = None
+        self._tokens = None
+        self._status = None
+        self._state = 0  # 0 created, 1 open, 2 closed
+        self._token = self._prev = None
+        if inputs is not None and capture == "preview":
+            self._input, self._input_size = self._body(inputs, "input", True)
+        if metrics:
+            for k, v in metrics.items():
+                self.log_metric(k, v)
+        if links:
+            for link in links:
+                self.add_link(link)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self):
+        """Opens the span (queues its open) without making it the current span."""
+        if self._state:
+            return self
+        self._state = 1
+        ev = {"op": "open", "trace_id": self.trace_id, "span_id": self.span_id,
+              "parent_span_id": self.parent_span_id, "name": self.name, "kind": self.kind,
+              "ts": _now_ns() // 1000}
+        size = 220 + len(self.name)
+        if self.step is not None:
+            ev["step"] = self.step
+        if self.rank is not None:
+            ev["rank"] = self.rank
+        if self.thread_id is not None:
+            ev["thread_id"] = self.thread_id
+        if self._attrs:
+            ev["attributes"] = self._attrs
+            size += _attrs_size(self._attrs)
+        if self._input is not None:
+            ev["input"] = self._input
+            size += self._input_size
+        run = self.run
+        run._live[self.span_id] = self
+        run._sender.put(ev, size)
+        return self
+
+    def __enter__(self):
+        self.start()
+        self._prev = current_span_var.get()
+        self._token = current_span_var.set(self)
+        return self
+
+    def __exit__(self, et, exc, tb):
+        if self._token is not None:
+            reset(current_span_var, self._token, self._prev)
+            self._token = None
+        try:
+            if et is None:
+                self._close(self._status or "ok")
+            else:
+                self.record_exception(exc)
+                self._close(status_for(et))
+        except Exception:  # tracing must not replace the user's exception or result
+            warn_limited("internal", "could not close span %r", self.name)
+        return False
+
+    def end(self, status="ok"):
+        """Closes the span with this status (ok, error, cancelled, truncated, interrupted)."""
+        check_status(status)
+        if self._state == 0:
+            self.start()
+        self._close(status)
+
+    def _close(self, status):
+        if self._state == 2:
+            return
+        if self._state == 0:
+            self.start()
+        self._state = 2
+        run = self.run
+        if run._live.pop(self.span_id, None) is None:
+            return  # closed already, or opened by the process we were forked from
+        ev = {"op": "close", "trace_id": self.trace_id, "span_id": self.span_id,
+              "ts": _now_ns() // 1000, "status": status}
+        size = 160
+        if self._output is not None:
+            ev["output"] = self._output
+            size += self._output_size
+        if self._error is not None:
+            ev["error"] = self._error
+            size += 100
+        if self._close_attrs:
+            ev["attributes"] = self._close_attrs
+            size += _attrs_size(self._close_attrs)
+        if self._metrics:
+            ev["metrics"] = self._metrics
+            size += 40 * len(self._metrics)
+        if self._links:
+            ev["links"] = self._links
+            size += 80 * len(self._links)
+        if self._tokens is not None:
+            ev["token_count"] = self._tokens
+        run._sender.put(ev, size)
+
+    # -- what a span records ------------------------------------------------------
+
+    @property
+    def is_recording(self):
+        return True
+
+    def set_status(self, status):
+        """The status the block ends with when no exception escapes it."""
+        self._status = check_status(status)
+        return self
+
+    def set_output(self, value):
+        """Sent with the close, and only under capture="preview" (redacted, bounded)."""
+        if self.capture == "preview":
+            self._output, self._output_size = self._body(value, "output", False)
+        return self
+
+    def _body(self, value, which, on_open):
+        body, error = preview(value, self.run.preview_limit)
+        if error is not None:
+            message = "%s: %s; sent as its repr" % (which, error)
+            if on_open:
+                self._attrs = dict(self._attrs or {})
+                self._attrs["serialization_error"] = message
+            else:
+                self.set_attribute("serialization_error", message)
+        return body, len(body) if type(body) is str else self.run.preview_limit
+
+    def record_exception(self, exc):
+        """Records an exception's type, and its redacted message under preview."""
+        if exc is None:
+            return self
+        error = {"type": type(exc).__name__}
+        if self.capture == "preview":
+            error["message"] = message_preview(exc, self.run.preview_limit)
+        self._error = error
+        return self
+
+    def set_attribute(self, name, value):
+        value = check_attribute(name, value)
+        if self._close_attrs is None:
+            self._close_attrs = {}
+        self._close_attrs[name] = value
+        return self
+
+    def set_attributes(self, attributes):
+        for name, value in attributes.items():
+            self.set_attribute(name, value)
+        return self
+
+    def log_metric(self, key, value):
+        """A number about this span (sent with its close); NaN and infinity are skipped."""
+        value = metric_value(key, value)
+        if value is not None:
+            if self._metrics is None:
+                self._metrics = {}
+            self._metrics[key] = value
+        return self
+
+    @property
+    def token_count(self):
+        return self._tokens
+
+    @token_count.setter
+    def token_count(self, n):
+        self._tokens = check_non_negative(n, "token_count")
+
+    def set_token_count(self, n):
+        self.token_count = n
+        return self
+
+    def add_link(self, target, span_id=None):
+        """Links this span to another: a span, a carrier from context(), or ids."""
+        if span_id is None:
+            if isinstance(target, dict):
+                target, span_id = target.get("trace_id"), target.get("span_id")
+            elif hasattr(target, "trace_id"):
+                target, span_id = target.trace_id, target.span_id
+        if target is None or span_id is None:
+            return self  # an inert span has no ids: nothing to link to
+        link = {"trace_id": check_id(target, "trace_id"), "span_id": check_id(span_id, "span_id")}
+        if self._links is None:
+            self._links = []
+        self._links.append(link)
+        return self
+
+    def context(self):
+        """A carrier that lets another thread or process add spans under this one."""
+        return _carrier(self)
+
+    def __repr__(self):
+        return "<treeline.Span %s %r kind=%s trace=%s>" % (self.span_id, self.name, self.kind,
+                                                          self.trace_id)
+
+
+class RemoteParent(_Parent):
+    """A span opened elsewhere (another process or thread), known from its carrier."""
+
+    __slots__ = ("run", "trace_id", "span_id", "step", "rank", "thread_id", "capture",
+                 "_token", "_prev")
+    is_recording = True
+
+    def __init__(self, run, trace_id, span_id, step=None, rank=None, thread_id=None,
+                 capture=None):
+        self.run = run
+        self.trace_id = trace_id
+        self.span_id = span_id
+        self.step = step
+        self.rank = rank
+        self.thread_id = thread_id
+        self.capture = capture or run.capture
+        self._token = self._prev = None
+
+    def __enter__(self):
+        self._prev = current_span_var.get()
+        self._token = current_span_var.set(self)
+        return self
+
+    def __exit__(self, *exc):
+        reset(current_span_var, self._token, self._prev)
+        return False
+
+    def context(self):
+        return _carrier(self)
+
+
+class NoopSpan(_Parent):
+    """An inert span with the whole surface. Handed out when tracing is switched off,
+    when a root was not sampled, or when the queue is full; everything opened under it
+    is inert too, so instrumented code runs unchanged."""
+
+    __slots__ = ("run", "_token", "_prev")
+    trace_id = span_id = parent_span_id = name = kind = step = rank = thread_id = None
+    capture = "off"
+    is_recording = False
+
+    def __init__(self, run=None, attributes=None):
+        if attributes:
+            check_attributes(attributes)  # programming errors raise whether sampled or not
+        self.run = run
+        self._token = self._prev = None
+
+    def span(self, name, kind="custom", *, attributes=None, **kw):
+        check_kind(kind)
+        return NoopSpan(self.run, attributes)
+
+    def start(self):
+        return self
+
+    def __enter__(self):
+        self._prev = current_span_var.get()
+        self._token = current_span_var.set(self)
+        return self
+
+    def __exit__(self, *exc):
+        if self._token is not None:
+            reset(current_span_var, self._token, self._prev)
+            self._token = None
+        return False
+
+    def end(self, status="ok"):
+        check_status(status)
+
+    def set_status(self, status):
+        check_status(status)
+        return self
+
+    def set_output(self, value):
+        return self
+
+    def record_exception(self, exc):
+        return self
+
+    def set_attribute(self, name, value):
+        check_attribute(name, value)
+        return self
+
+    def set_attributes(self, attributes):
+        check_attributes(attributes)
+        return self
+
+    def log_metric(self, key, value):
+        return self
+
+    @property
+    def token_count(self):
+        return None
+
+    @token_count.setter
+    def token_count(self, n):
+        pass
+
+    def set_token_count(self, n):
+        return self
+
+    def add_link(self, target, span_id=None):
+        return self
+
+    def context(self):
+        return {"treeline": 1, "run_id": getattr(self.run, "run_id", None), "sampled": False}
+
+    def __repr__(self):
+        return "<treeline.NoopSpan>"
+
+
+def _carrier(span):
+    return {
+        "treeline": 1,
+        "run_id": span.run.run_id,
+        "project": span.run.project,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "sampled": True,
+        "traceparent": "00-%s-%s-01" % (span.trace_id, span.span_id)
+        if len(span.trace_id) == 32 and len(span.span_id) == 16 else None,
+        "step": span.step,
+        "rank": span.rank,
+        "thread_id": span.thread_id,
+        "capture": span.capture,
+    }
+
+
+def with_inputs(kw, value):
+    """Lets a kind's own word for its input (prompt=) stand in for inputs=."""
+    if value is not None:
+        if kw.get("inputs") is not None:
+            raise TypeError("pass the input once: prompt= or inputs=, not both")
+        kw["inputs"] = value
+    return kw
+
+
+def status_for(exc_type):
+    if issubclass(exc_type, Exception):
+        return "error"
+    if issubclass(exc_type, (asyncio.CancelledError, GeneratorExit)):
+        return "cancelled"
+    return "interrupted"  # KeyboardInterrupt, SystemExit
+
+
+def metric_value(key, value):
+    """The number to send, or None for NaN and infinity (JSON cannot carry them; a
+    diverging loss is data, not a bug, so it is skipped with a warning)."""
+    if type(key) is not str or not key or len(key) > 256:
+        raise TypeError("metric keys must be strings of 1-256 characters, got %r" % (key,))
+    if type(value) is not float:
+        if type(value) is int:
+            return value
+        if isinstance(value, (str, bytes)) or value is None:
+            raise TypeError("metric %r must be a number, got %s" % (key, type(value).__name__))
+        try:
+            value = float(value)  # bool, numpy scalars, 0-d tensors
+        except (TypeError, ValueError):
+            raise TypeError("metric %r must be a number, got %s"
+                            % (key, type(value).__name__)) from None
+    if not math.isfinite(value):
+        warn_limited("nonfinite", "metric %r is %r; skipped", key, value)
+        return None
+    return value
+
+
+def _attrs_size(attrs):
+    size = 0
+    for k, v in attrs.items():
+        size += len(k) + (len(v) if type(v) is str else 12) + 8
+    return size
+
+
+def thread_name():
+    return threading.current_thread().name

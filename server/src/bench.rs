@@ -1,0 +1,185 @@
+//! `treeline bench ingest`: end-to-end ingest throughput through the HTTP API and the
+//! Rust client, on a server of its own (or the one `--url` names).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use treeline_app::wire::RunUpsert;
+use treeline_client::{new_key, Client};
+
+use crate::http::AppState;
+use crate::{serve, store};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct IngestArgs {
+    /// Span events to send (an open and a close per span).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub events: usize,
+    /// Events per request.
+    #[arg(long, default_value_t = 500)]
+    pub batch: usize,
+    /// Concurrent writers.
+    #[arg(long, default_value_t = 4)]
+    pub writers: usize,
+    /// Spans per trace (a root and its children).
+    #[arg(long, default_value_t = 25)]
+    pub spans_per_trace: usize,
+    /// Target this server instead of starting one.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Database for the benchmark's own server (default: SQLite in a temporary directory).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+/// Pre-encoded request bodies, so the figure measures the server, not JSON encoding.
+fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
+    let spans = args.events / 2;
+    let mut events = Vec::with_capacity(args.batch);
+    let mut out = Vec::new();
+    let base = 1_764_420_000_000_000i64;
+    for i in 0..spans {
+        let trace = i / args.spans_per_trace;
+        let index = i % args.spans_per_trace;
+        let trace_id = format!("{trace:032x}");
+        let span_id = format!("{i:016x}");
+        let ts = base + i as i64 * 10;
+        let parent = (index > 0).then(|| format!("{:016x}", i - index));
+        let (name, kind) = if index == 0 {
+            ("rollout", "rollout")
+        } else {
+            ("env step", "env_step")
+        };
+        let open = json!({"op": "open", "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
+            "name": name, "kind": kind, "ts": ts, "step": trace % 5_000, "attributes": {"env": "CartPole-v1"},
+            "input": {"obs": [0.1, 0.2, 0.3, 0.4]}});
+        let close = json!({"op": "close", "trace_id": trace_id, "span_id": span_id, "ts": ts + 5,
+            "status": if i % 97 == 0 { "error" } else { "ok" }, "output": {"action": i % 2}, "token_count": 3});
+        events.push(open);
+        events.push(close);
+        if events.len() >= args.batch {
+            out.push(serde_json::to_vec(&json!({"events": events})).unwrap_or_default());
+            events.clear();
+        }
+    }
+    if !events.is_empty() {
+        out.push(serde_json::to_vec(&json!({"events": events})).unwrap_or_default());
+    }
+    out
+}
+
+pub async fn ingest(args: IngestArgs) -> Result<(), String> {
+    let mut _temp = None;
+    let base = match &args.url {
+        Some(url) => url.clone(),
+        None => {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let url = args
+                .database_url
+                .clone()
+                .unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
+            _temp = Some(dir);
+            let store = store::open(&url)
+                .await
+                .map_err(|e| format!("cannot open {url}: {e}"))?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| e.to_string())?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
+            tokio::spawn(async move { axum::serve(listener, app).await });
+            println!(
+                "server: {} on http://{addr}",
+                if url.starts_with("sqlite:") {
+                    "SQLite"
+                } else {
+                    "PostgreSQL"
+                }
+            );
+            format!("http://{addr}")
+        }
+    };
+    let client = Client::new(&base);
+    let run_id = format!("bench-{}", &new_key()[..12]);
+    client
+        .put_run(
+            &run_id,
+            &RunUpsert {
+                project: "bench".into(),
+                name: Some("ingest benchmark".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    print!(
+        "encoding {} events in batches of {}… ",
+        args.events, args.batch
+    );
+    let bodies = Arc::new(batches(&args));
+    println!("{} requests", bodies.len());
+
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..args.writers.max(1) {
+        let (client, bodies, next, run_id) =
+            (client.clone(), bodies.clone(), next.clone(), run_id.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(body) = bodies.get(i) else { break };
+                let t = Instant::now();
+                let reply: Value = client
+                    .post_raw(
+                        &format!("/api/runs/{run_id}/traces/events"),
+                        body.clone(),
+                        &new_key(),
+                    )
+                    .await?;
+                latencies.push(t.elapsed());
+                if reply["rejected"].as_array().is_some_and(|r| !r.is_empty()) {
+                    return Err(treeline_client::ClientError::Api {
+                        status: 200,
+                        code: "rejected".into(),
+                        message: reply.to_string(),
+                    });
+                }
+                if i % 100 == 0 {
+                    eprint!("\r{:>5.1}% sent", 100.0 * i as f64 / bodies.len() as f64);
+                }
+            }
+            Ok::<_, treeline_client::ClientError>(latencies)
+        }));
+    }
+    let mut latencies: Vec<Duration> = Vec::new();
+    for task in tasks {
+        latencies.extend(
+            task.await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let elapsed = started.elapsed();
+    eprintln!("\r100.0% sent");
+    latencies.sort();
+    let pct = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    println!(
+        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, batches of {}); batch latency p50 {:.1} ms, p99 {:.1} ms",
+        args.events,
+        elapsed.as_secs_f64(),
+        args.events as f64 / elapsed.as_secs_f64(),
+        args.writers,
+        args.batch,
+        pct(0.50).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+    );
+    Ok(())
+}

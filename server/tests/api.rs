@@ -1,0 +1,404 @@
+//! The HTTP contract through the real router, on a real SQLite file.
+
+mod common;
+
+use std::io::Write;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use treeline_server::http::{router, AppState};
+
+struct Api {
+    router: Router,
+    _store: common::TestStore,
+}
+
+async fn api() -> Api {
+    api_with_keys(vec![]).await
+}
+
+async fn api_with_keys(keys: Vec<String>) -> Api {
+    let store = common::sqlite().await;
+    let mut state = AppState::new(store.store.clone());
+    state.api_keys = Arc::new(keys);
+    Api {
+        router: router(state),
+        _store: store,
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: Value,
+}
+
+impl Api {
+    async fn call(&self, request: Request<Body>) -> Reply {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("{status}: not JSON: {}", String::from_utf8_lossy(&bytes)));
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    async fn send(&self, method: &str, path: &str, body: Value) -> Reply {
+        self.call(json_request(method, path, body, &[])).await
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        self.call(Request::get(path).body(Body::empty()).unwrap())
+            .await
+    }
+
+    async fn with_run(self) -> Self {
+        let reply = self
+            .send(
+                "PUT",
+                "/runs/r1",
+                json!({"project": "cartpole", "name": "ppo"}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED);
+        self
+    }
+}
+
+fn json_request(method: &str, path: &str, body: Value, headers: &[(&str, &str)]) -> Request<Body> {
+    let mut builder = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    builder.body(Body::from(body.to_string())).unwrap()
+}
+
+fn assert_error(reply: &Reply, status: StatusCode, code: &str) {
+    assert_eq!(reply.status, status, "{}", reply.body);
+    assert_eq!(reply.body["error"]["code"], code, "{}", reply.body);
+    assert!(reply.body["error"]["message"]
+        .as_str()
+        .is_some_and(|m| !m.is_empty()));
+}
+
+fn event(op: &str, trace: &str, span: &str) -> Value {
+    match op {
+        "open" => {
+            json!({"op": "open", "trace_id": trace, "span_id": span, "name": "root", "kind": "rollout", "ts": 1})
+        }
+        _ => json!({"op": "close", "trace_id": trace, "span_id": span, "status": "ok", "ts": 2}),
+    }
+}
+
+#[tokio::test]
+async fn runs_are_created_then_updated_and_keep_their_project() {
+    let api = api().await.with_run().await;
+    let again = api
+        .send(
+            "PUT",
+            "/runs/r1",
+            json!({"project": "cartpole", "name": "renamed"}),
+        )
+        .await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(again.body["name"], "renamed");
+    let conflict = api
+        .send("PUT", "/runs/r1", json!({"project": "other"}))
+        .await;
+    assert_error(&conflict, StatusCode::CONFLICT, "run_project_conflict");
+    let bad = api
+        .send("PUT", "/runs/has%20space", json!({"project": "p"}))
+        .await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, "invalid_id");
+    assert!(bad.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("run_id"));
+    let missing = api.send("PUT", "/runs/r2", json!({"name": "x"})).await;
+    assert_error(&missing, StatusCode::BAD_REQUEST, "invalid_body");
+    assert!(missing.body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("project"));
+}
+
+#[tokio::test]
+async fn an_invalid_event_is_rejected_alone() {
+    let api = api().await.with_run().await;
+    let mut bad = event("open", "t1", "b");
+    bad["kind"] = json!("llm");
+    let reply = api
+        .send(
+            "POST",
+            "/runs/r1/traces/events",
+            json!({"events": [event("open", "t1", "a"), bad, event("close", "t1", "a")]}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK);
+    assert_eq!(reply.body["accepted"], 2);
+    assert_eq!(reply.body["rejected"][0]["index"], 1);
+    assert_eq!(reply.body["rejected"][0]["code"], "invalid_kind");
+    assert!(reply.body["rejected"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("rollout, env_step"));
+    let trace = api.get("/runs/r1/traces/t1").await;
+    assert_eq!(trace.body["status"], "ok");
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice() {
+    let api = api().await.with_run().await;
+    let body = json!({"events": [event("open", "t1", "a"), event("close", "t1", "a")]});
+    let key = [("idempotency-key", "batch-1")];
+    let first = api
+        .call(json_request(
+            "POST",
+            "/runs/r1/traces/events",
+            body.clone(),
+            &key,
+        ))
+        .await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(first.headers.get("idempotent-replayed").is_none());
+    let replay = api
+        .call(json_request(
+            "POST",
+            "/runs/r1/traces/events",
+            body.clone(),
+            &key,
+        ))
+        .await;
+    assert_eq!(replay.status, StatusCode::OK);
+    assert_eq!(replay.headers.get("idempotent-replayed").unwrap(), "true");
+    assert_eq!(replay.body, first.body);
+    assert_eq!(api.get("/runs/r1").await.body["trace_count"], 1);
+    let spans = api.get("/runs/r1/traces/t1").await;
+    assert_eq!(spans.body["span_count"], 1);
+    let other = json!({"events": [event("open", "t2", "a")]});
+    let reused = api
+        .call(json_request("POST", "/runs/r1/traces/events", other, &key))
+        .await;
+    assert_error(
+        &reused,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "idempotency_key_reused",
+    );
+}
+
+#[tokio::test]
+async fn gzip_and_zstd_bodies_are_accepted() {
+    let api = api().await.with_run().await;
+    let body = json!({"events": [event("open", "t1", "a")]}).to_string();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(body.as_bytes()).unwrap();
+    for (encoding, bytes) in [
+        ("gzip", gz.finish().unwrap()),
+        ("zstd", zstd::encode_all(body.as_bytes(), 3).unwrap()),
+    ] {
+        let request = Request::post("/runs/r1/traces/events")
+            .header("content-encoding", encoding)
+            .body(Body::from(bytes))
+            .unwrap();
+        let reply = api.call(request).await;
+        assert_eq!(reply.status, StatusCode::OK, "{encoding}: {}", reply.body);
+    }
+    assert_eq!(api.get("/runs/r1/traces/t1").await.body["span_count"], 1);
+}
+
+#[tokio::test]
+async fn oversized_requests_are_413() {
+    let api = api().await.with_run().await;
+    let many: Vec<Value> = (0..10_001)
+        .map(|i| event("open", "t", &format!("s{i}")))
+        .collect();
+    let reply = api
+        .send("POST", "/runs/r1/traces/events", json!({"events": many}))
+        .await;
+    assert_error(&reply, StatusCode::PAYLOAD_TOO_LARGE, "too_many_items");
+    let huge = "x".repeat(33 * 1024 * 1024);
+    let reply = api
+        .call(
+            Request::post("/runs/r1/traces/events")
+                .body(Body::from(huge))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(api.get("/runs/r1").await.body["trace_count"], 0);
+}
+
+#[tokio::test]
+async fn an_unknown_run_is_404_and_bad_json_is_400() {
+    let api = api().await;
+    let reply = api
+        .send(
+            "POST",
+            "/runs/nope/traces/events",
+            json!({"events": [event("open", "t", "s")]}),
+        )
+        .await;
+    assert_error(&reply, StatusCode::NOT_FOUND, "run_not_found");
+    let request = Request::post("/runs/nope/metrics")
+        .body(Body::from("{not json"))
+        .unwrap();
+    assert_error(
+        &api.call(request).await,
+        StatusCode::BAD_REQUEST,
+        "invalid_json",
+    );
+    assert_error(
+        &api.get("/runs/nope").await,
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    );
+    assert_error(
+        &api.get("/nowhere").await,
+        StatusCode::NOT_FOUND,
+        "not_found",
+    );
+    let wrong_method = api
+        .call(Request::delete("/runs/nope").body(Body::empty()).unwrap())
+        .await;
+    assert_error(
+        &wrong_method,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    );
+}
+
+#[tokio::test]
+async fn metric_points_are_checked_one_by_one() {
+    let api = api().await.with_run().await;
+    let points = json!({"points": [
+        {"key": "train/loss", "step": 1, "value": 0.5},
+        {"key": "train/loss", "step": -2, "value": 0.5},
+        {"key": "train/loss", "step": 2, "value": null},
+        {"key": "train/loss", "step": 3, "value": 0.25},
+    ]});
+    let reply = api.send("POST", "/runs/r1/metrics", points).await;
+    assert_eq!(reply.body["accepted"], 2);
+    assert_eq!(reply.body["rejected"][0]["code"], "invalid_step");
+    assert_eq!(reply.body["rejected"][1]["code"], "invalid_value");
+    let series = api.get("/runs/r1/metrics?key=train%2Floss").await;
+    assert_eq!(series.body["points"], json!([[1, 0.5], [3, 0.25]]));
+    assert_error(
+        &api.get("/runs/r1/metrics").await,
+        StatusCode::BAD_REQUEST,
+        "missing_parameter",
+    );
+}
+
+#[tokio::test]
+async fn with_api_keys_writes_need_a_bearer_token() {
+    let api = api_with_keys(vec!["secret-key".into()]).await;
+    let body = json!({"project": "p"});
+    assert_error(
+        &api.send("PUT", "/runs/r1", body.clone()).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let wrong = json_request(
+        "PUT",
+        "/runs/r1",
+        body.clone(),
+        &[("authorization", "Bearer nope")],
+    );
+    assert_error(
+        &api.call(wrong).await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+    );
+    let right = json_request(
+        "PUT",
+        "/runs/r1",
+        body,
+        &[("authorization", "Bearer secret-key")],
+    );
+    assert_eq!(api.call(right).await.status, StatusCode::CREATED);
+    assert_eq!(
+        api.get("/runs/r1").await.status,
+        StatusCode::OK,
+        "reads stay open"
+    );
+}
+
+#[tokio::test]
+async fn reads_use_the_404_codes_of_the_contract() {
+    let api = api().await.with_run().await;
+    api.send(
+        "POST",
+        "/runs/r1/traces/events",
+        json!({"events": [event("open", "t1", "root")]}),
+    )
+    .await;
+    assert_error(
+        &api.get("/runs/r1/traces/t2").await,
+        StatusCode::NOT_FOUND,
+        "trace_not_found",
+    );
+    assert_error(
+        &api.get("/runs/r1/traces/t1/spans/nope").await,
+        StatusCode::NOT_FOUND,
+        "span_not_found",
+    );
+    let missing_parent = api
+        .get("/runs/r1/traces/t1/spans?parent_span_id=nope")
+        .await;
+    assert_error(&missing_parent, StatusCode::NOT_FOUND, "span_not_found");
+    assert_error(
+        &api.get("/runs/r2/traces/t1").await,
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    );
+    let roots = api.get("/runs/r1/traces/t1/spans").await;
+    assert_eq!(roots.body["spans"][0]["span_id"], "root");
+}
+
+#[tokio::test]
+async fn trace_lists_report_their_window_and_limit_search_terms() {
+    let api = api().await.with_run().await;
+    api.send(
+        "POST",
+        "/runs/r1/traces/events",
+        json!({"events": [event("open", "t1", "root")]}),
+    )
+    .await;
+    let project = api.get("/traces?project=cartpole").await;
+    assert_eq!(project.body["traces"].as_array().unwrap().len(), 1);
+    assert!(project.body["window"]["since_us"].is_i64());
+    let run = api.get("/runs/r1/traces").await;
+    assert!(run.body["window"].is_null());
+    let nine = api.get("/traces?q=a+b+c+d+e+f+g+h+i").await;
+    assert_error(&nine, StatusCode::BAD_REQUEST, "too_many_terms");
+    let eight = api.get("/traces?q=a+b+c+d+e+f+g+h").await;
+    assert_eq!(eight.status, StatusCode::OK);
+    assert_error(
+        &api.get("/traces?kind=llm").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_kind",
+    );
+    assert_error(
+        &api.get("/traces?limit=0").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_parameter",
+    );
+    assert_error(
+        &api.get("/traces?cursor=garbage").await,
+        StatusCode::BAD_REQUEST,
+        "invalid_cursor",
+    );
+}

@@ -1,0 +1,95 @@
+//! Helpers shared by the integration tests: real stores on a temporary SQLite file
+//! and, when the test script started one, on a throwaway PostgreSQL database.
+
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use treeline_app::wire::{parse_event, RunUpsert, Warning};
+use treeline_server::store::{self, Store};
+
+pub struct TestStore {
+    pub store: Arc<dyn Store>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub async fn sqlite() -> TestStore {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("treeline.db").display());
+    TestStore {
+        store: store::open(&url).await.expect("open sqlite"),
+        _dir: Some(dir),
+    }
+}
+
+/// A fresh database on the PostgreSQL server named by TREELINE_TEST_POSTGRES_URL.
+/// `make test` always sets it; run alone without it, the PostgreSQL cases say so
+/// and fail rather than pass without testing anything.
+pub async fn postgres() -> TestStore {
+    let base = std::env::var("TREELINE_TEST_POSTGRES_URL")
+        .expect("TREELINE_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL");
+    let name = format!("t_{:016x}", rand_u64());
+    let url = store::PostgresStore::create_database(&base, &name)
+        .await
+        .expect("create test database");
+    TestStore {
+        store: store::open(&url).await.expect("open postgres"),
+        _dir: None,
+    }
+}
+
+fn rand_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos(),
+    );
+    h.finish()
+}
+
+pub async fn run(store: &Arc<dyn Store>, run_id: &str) {
+    let run = RunUpsert {
+        project: "proj".into(),
+        name: Some(format!("{run_id} name")),
+        ..Default::default()
+    };
+    store
+        .upsert_run(run_id, &run, 1_000)
+        .await
+        .expect("upsert run");
+}
+
+/// Writes events given as JSON, as the HTTP layer would after parsing them.
+pub async fn write(store: &Arc<dyn Store>, run_id: &str, events: &[Value]) -> Vec<Warning> {
+    let parsed = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i, parse_event(e).expect("valid event").0))
+        .collect();
+    store
+        .write_events(run_id, parsed, 5_000)
+        .await
+        .expect("write events")
+}
+
+pub fn open(trace: &str, span: &str, parent: Option<&str>, kind: &str, ts: i64) -> Value {
+    json!({"op": "open", "trace_id": trace, "span_id": span, "parent_span_id": parent,
+           "name": format!("{kind} {span}"), "kind": kind, "ts": ts})
+}
+
+pub fn close(trace: &str, span: &str, status: &str, ts: i64) -> Value {
+    json!({"op": "close", "trace_id": trace, "span_id": span, "status": status, "ts": ts})
+}
+
+pub fn with(mut event: Value, extra: Value) -> Value {
+    if let (Some(e), Some(x)) = (event.as_object_mut(), extra.as_object()) {
+        for (k, v) in x {
+            e.insert(k.clone(), v.clone());
+        }
+    }
+    event
+}

@@ -1,0 +1,676 @@
+//! One storage conformance suite, run against SQLite and PostgreSQL: the ingest rules
+//! and reads of API.md, seen through the `Store` trait.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use common::{close, open, run, with, write};
+use serde_json::json;
+use treeline_app::wire::{MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus};
+use treeline_server::store::{Cursor, Store, StoreError, TraceQuery, TraceSort};
+
+type S = Arc<dyn Store>;
+
+async fn bodies_ride_open_and_close_and_merge(s: S) {
+    run(&s, "r1").await;
+    let o = with(
+        open("t1", "root", None, "rollout", 100),
+        json!({
+        "input": {"episode": 42}, "attributes": {"env": "CartPole", "rollout_id": "ep-42"}, "step": 7}),
+    );
+    let c = with(
+        close("t1", "root", "ok", 300),
+        json!({
+        "output": "done", "attributes": {"hits": 3}, "metrics": {"reward": 1.5}, "token_count": 11}),
+    );
+    write(&s, "r1", &[o]).await;
+    let running = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    assert_eq!(running.node.status, SpanStatus::Running);
+    write(&s, "r1", &[c]).await;
+    let span = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    assert_eq!(span.input, Some(json!({"episode": 42})));
+    assert_eq!(span.output, Some(json!("done")));
+    assert_eq!(span.attributes.get("env"), Some(&json!("CartPole")));
+    assert_eq!(span.attributes.get("hits"), Some(&json!(3)));
+    assert_eq!(span.metrics.get("reward"), Some(&json!(1.5)));
+    assert_eq!(span.node.duration_us, Some(200));
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!(trace.status, SpanStatus::Ok);
+    assert_eq!(trace.rollout_id.as_deref(), Some("ep-42"));
+    assert_eq!(trace.step, Some(7));
+    assert_eq!(trace.token_count, 11);
+    assert_eq!(trace.attributes.get("hits"), Some(&json!(3)));
+}
+
+async fn a_close_before_its_open_is_kept_and_merged(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[with(
+            close("t1", "a", "error", 50),
+            json!({"error": {"type": "E", "message": "boom"}}),
+        )],
+    )
+    .await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "root", None, "rollout", 0),
+            open("t1", "a", Some("root"), "tool", 10),
+        ],
+    )
+    .await;
+    let a = s.get_span("r1", "t1", "a").await.unwrap().unwrap();
+    assert_eq!(a.node.status, SpanStatus::Error);
+    assert_eq!(a.node.start_us, 10);
+    assert_eq!(a.node.end_us, Some(50));
+    assert_eq!(a.error, Some(json!({"type": "E", "message": "boom"})));
+    let root = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    assert_eq!(
+        root.node.error_count, 1,
+        "the error counts beneath the root"
+    );
+    assert_eq!(root.node.child_count, 1);
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!((trace.span_count, trace.error_count), (2, 1));
+}
+
+async fn a_second_open_or_close_is_ignored_with_a_warning(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "root", None, "rollout", 0),
+            close("t1", "root", "ok", 9),
+        ],
+    )
+    .await;
+    let warnings = write(
+        &s,
+        "r1",
+        &[
+            with(
+                open("t1", "root", None, "model", 5),
+                json!({"name": "other"}),
+            ),
+            close("t1", "root", "error", 10),
+        ],
+    )
+    .await;
+    assert_eq!(warnings.len(), 2);
+    assert!(warnings[0].message.contains("already opened"));
+    assert!(warnings[1].message.contains("already closed"));
+    let root = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    assert_eq!(
+        (root.node.kind, root.node.status, root.node.end_us),
+        (SpanKind::Rollout, SpanStatus::Ok, Some(9))
+    );
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!((trace.span_count, trace.error_count), (1, 0));
+}
+
+async fn a_child_without_a_step_inherits_its_parents(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            with(open("t1", "root", None, "rollout", 0), json!({"step": 12})),
+            open("t1", "env", Some("root"), "env_step", 1),
+            with(
+                open("t1", "own", Some("root"), "env_step", 2),
+                json!({"step": 3}),
+            ),
+        ],
+    )
+    .await;
+    write(
+        &s,
+        "r1",
+        &[open("t1", "grandchild", Some("env"), "model", 3)],
+    )
+    .await;
+    let step = |id: &'static str| {
+        let s = s.clone();
+        async move { s.get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+    };
+    assert_eq!(step("env").await, Some(12));
+    assert_eq!(step("own").await, Some(3));
+    assert_eq!(step("grandchild").await, Some(12));
+}
+
+async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            with(open("t1", "root", None, "rollout", 0), json!({"step": 1})),
+            open("t1", "a", Some("root"), "tool", 1),
+            open("t1", "b", Some("root"), "tool", 2),
+            close("t1", "b", "ok", 3),
+        ],
+    )
+    .await;
+    assert_eq!(s.steps("r1", None, None).await.unwrap().steps[0].running, 1);
+    s.finish_run(
+        "r1",
+        &RunFinish {
+            status: RunStatus::Finished,
+            end_us: Some(100),
+        },
+        100,
+    )
+    .await
+    .unwrap();
+    let get = |id: &'static str| {
+        let s = s.clone();
+        async move {
+            s.get_span("r1", "t1", id)
+                .await
+                .unwrap()
+                .unwrap()
+                .node
+                .status
+        }
+    };
+    assert_eq!(get("a").await, SpanStatus::Interrupted);
+    assert_eq!(get("b").await, SpanStatus::Ok);
+    assert_eq!(
+        s.get_trace("r1", "t1").await.unwrap().unwrap().status,
+        SpanStatus::Interrupted
+    );
+    let steps = s.steps("r1", None, None).await.unwrap();
+    assert_eq!((steps.steps[0].running, steps.totals.running), (0, 0));
+    let run = s.get_run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        (run.summary.status, run.summary.end_us),
+        (RunStatus::Finished, Some(100))
+    );
+
+    write(
+        &s,
+        "r1",
+        &[close("t1", "a", "ok", 150), close("t1", "root", "ok", 160)],
+    )
+    .await;
+    assert_eq!(get("a").await, SpanStatus::Ok);
+    assert_eq!(
+        s.get_trace("r1", "t1").await.unwrap().unwrap().status,
+        SpanStatus::Ok
+    );
+}
+
+async fn a_roots_status_is_never_changed_by_children(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "root", None, "rollout", 0),
+            open("t1", "a", Some("root"), "agent", 1),
+            open("t1", "b", Some("a"), "tool", 2),
+            open("t1", "c", Some("b"), "tool", 3),
+            close("t1", "c", "error", 4),
+            close("t1", "b", "error", 5),
+            close("t1", "a", "ok", 6),
+            close("t1", "root", "ok", 7),
+        ],
+    )
+    .await;
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!(trace.status, SpanStatus::Ok);
+    assert_eq!(trace.error_count, 2);
+    let count = |id: &'static str| {
+        let s = s.clone();
+        async move {
+            s.get_span("r1", "t1", id)
+                .await
+                .unwrap()
+                .unwrap()
+                .node
+                .error_count
+        }
+    };
+    assert_eq!(count("root").await, 2);
+    assert_eq!(count("a").await, 2);
+    assert_eq!(count("b").await, 1);
+    assert_eq!(count("c").await, 0);
+    let run = s.get_run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        run.summary.error_trace_count, 1,
+        "a trace with a failure beneath counts as errored"
+    );
+}
+
+async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
+    run(&s, "r1").await;
+    let tokens = |id: &str, n: i64| with(close("t1", id, "ok", 9), json!({"token_count": n}));
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "root", None, "agent", 0),
+            open("t1", "m1", Some("root"), "model", 1),
+            open("t1", "m2", Some("root"), "model", 2),
+            tokens("m1", 10),
+            tokens("m2", 32),
+        ],
+    )
+    .await;
+    assert_eq!(
+        s.get_trace("r1", "t1").await.unwrap().unwrap().token_count,
+        42
+    );
+    write(
+        &s,
+        "r1",
+        &[
+            open("t2", "root", None, "agent", 0),
+            open("t2", "m", Some("root"), "model", 1),
+            with(close("t2", "m", "ok", 2), json!({"token_count": 5})),
+            with(close("t2", "root", "ok", 3), json!({"token_count": 100})),
+        ],
+    )
+    .await;
+    assert_eq!(
+        s.get_trace("r1", "t2").await.unwrap().unwrap().token_count,
+        100
+    );
+}
+
+async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "root", None, "rollout", 0),
+            open("t1", "c", Some("mid"), "tool", 5),
+        ],
+    )
+    .await;
+    let roots = s.list_spans("r1", "t1", None, 100, None).await.unwrap();
+    let ids: Vec<_> = roots
+        .spans
+        .iter()
+        .map(|n| (n.span_id.as_str(), n.orphan))
+        .collect();
+    assert_eq!(ids, vec![("root", false), ("c", true)]);
+    write(&s, "r1", &[open("t1", "mid", Some("root"), "agent", 1)]).await;
+    let roots = s.list_spans("r1", "t1", None, 100, None).await.unwrap();
+    assert_eq!(roots.spans.len(), 1);
+    let under_mid = s
+        .list_spans("r1", "t1", Some("mid"), 100, None)
+        .await
+        .unwrap();
+    assert_eq!(under_mid.spans[0].span_id, "c");
+    assert!(!under_mid.spans[0].orphan);
+    let c = s.get_span("r1", "t1", "c").await.unwrap().unwrap();
+    assert_eq!(c.path, vec!["root".to_string(), "mid".to_string()]);
+    let root = s
+        .list_spans("r1", "t1", None, 100, None)
+        .await
+        .unwrap()
+        .spans
+        .remove(0);
+    assert_eq!(root.child_count, 1);
+}
+
+async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
+    run(&s, "r1").await;
+    let mut events = vec![open("big", "root", None, "rollout", 0)];
+    for i in 0..10_000 {
+        let id = format!("s{i:05}");
+        // Out of order on purpose: later starts first in the batch.
+        events.push(open("big", &id, Some("root"), "env_step", 20_000 - i));
+        events.push(close(
+            "big",
+            &id,
+            if i % 1000 == 0 { "error" } else { "ok" },
+            30_000,
+        ));
+    }
+    for chunk in events.chunks(5_000) {
+        write(&s, "r1", chunk).await;
+    }
+    let trace = s.get_trace("r1", "big").await.unwrap().unwrap();
+    assert_eq!((trace.span_count, trace.error_count), (10_001, 10));
+    let mut seen = HashSet::new();
+    let mut cursor: Option<Cursor> = None;
+    let mut last_start = i64::MIN;
+    loop {
+        let page = s
+            .list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
+            .await
+            .unwrap();
+        for n in &page.spans {
+            assert!(n.start_us >= last_start, "children come in start order");
+            last_start = n.start_us;
+            assert!(seen.insert(n.span_id.clone()), "no span twice");
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(Cursor::decode(&c).unwrap()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 10_000);
+    let root = s.get_span("r1", "big", "root").await.unwrap().unwrap();
+    assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
+}
+
+async fn a_replayed_batch_stores_nothing_twice(s: S) {
+    run(&s, "r1").await;
+    let batch = [
+        with(open("t1", "root", None, "rollout", 0), json!({"step": 2})),
+        open("t1", "a", Some("root"), "tool", 1),
+        close("t1", "a", "error", 2),
+        close("t1", "root", "ok", 3),
+    ];
+    write(&s, "r1", &batch).await;
+    let before = (
+        s.get_trace("r1", "t1").await.unwrap(),
+        s.steps("r1", None, None).await.unwrap(),
+    );
+    let warnings = write(&s, "r1", &batch).await;
+    assert_eq!(warnings.len(), 4);
+    let after = (
+        s.get_trace("r1", "t1").await.unwrap(),
+        s.steps("r1", None, None).await.unwrap(),
+    );
+    assert_eq!(
+        before.0.as_ref().map(|t| (t.span_count, t.error_count)),
+        after.0.as_ref().map(|t| (t.span_count, t.error_count))
+    );
+    assert_eq!(before.1, after.1);
+    assert_eq!(
+        s.get_span("r1", "t1", "root")
+            .await
+            .unwrap()
+            .unwrap()
+            .node
+            .child_count,
+        1
+    );
+}
+
+async fn step_activity_counts_traces_per_step_and_the_unstepped(s: S) {
+    run(&s, "r1").await;
+    for (i, (step, status)) in [
+        (Some(1), "ok"),
+        (Some(1), "error"),
+        (Some(2), "ok"),
+        (None, "ok"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let t = format!("t{i}");
+        let mut o = open(&t, "root", None, "rollout", 0);
+        if let Some(step) = step {
+            o = with(o, json!({"step": step}));
+        }
+        write(&s, "r1", &[o, close(&t, "root", status, 1)]).await;
+    }
+    write(
+        &s,
+        "r1",
+        &[with(
+            open("t9", "root", None, "rollout", 0),
+            json!({"step": 2}),
+        )],
+    )
+    .await;
+    let steps = s.steps("r1", None, None).await.unwrap();
+    let got: Vec<_> = steps
+        .steps
+        .iter()
+        .map(|a| (a.step, a.traces, a.errored, a.running))
+        .collect();
+    assert_eq!(got, vec![(1, 2, 1, 0), (2, 2, 0, 1)]);
+    assert_eq!(
+        (
+            steps.totals.traces,
+            steps.totals.errored,
+            steps.totals.running,
+            steps.totals.unstepped
+        ),
+        (5, 1, 1, 1)
+    );
+    assert_eq!(
+        (steps.totals.min_step, steps.totals.max_step),
+        (Some(1), Some(2))
+    );
+    assert!(!steps.truncated);
+    let only_two = s.steps("r1", Some(2), Some(2)).await.unwrap();
+    assert_eq!(only_two.steps.len(), 1);
+}
+
+async fn runs_are_created_once_and_keep_their_project(s: S) {
+    let up = RunUpsert {
+        project: "a".into(),
+        name: Some("first".into()),
+        config: Some(json!({"lr": 0.1})),
+        start_us: Some(10),
+    };
+    assert!(s.upsert_run("r1", &up, 1).await.unwrap());
+    assert!(!s
+        .upsert_run(
+            "r1",
+            &RunUpsert {
+                name: Some("renamed".into()),
+                ..up.clone()
+            },
+            2
+        )
+        .await
+        .unwrap());
+    let conflict = s
+        .upsert_run(
+            "r1",
+            &RunUpsert {
+                project: "b".into(),
+                ..up.clone()
+            },
+            3,
+        )
+        .await;
+    assert!(matches!(conflict, Err(StoreError::ProjectConflict { .. })));
+    let run = s.get_run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        (run.summary.name.as_str(), run.config.clone()),
+        ("renamed", json!({"lr": 0.1}))
+    );
+    let missing = s.write_events("nope", vec![], 1).await;
+    assert!(matches!(missing, Err(StoreError::RunNotFound(_))));
+    assert!(s.get_run("nope").await.unwrap().is_none());
+}
+
+async fn metrics_are_kept_by_step_and_read_in_order(s: S) {
+    run(&s, "r1").await;
+    let p = |step, value| MetricPoint {
+        key: "train/loss".into(),
+        step,
+        value,
+        ts: None,
+    };
+    s.write_metrics("r1", &[p(3, 0.3), p(1, 0.9), p(2, 0.5)])
+        .await
+        .unwrap();
+    s.write_metrics("r1", &[p(2, 0.4)]).await.unwrap();
+    assert_eq!(
+        s.metric_series("r1", "train/loss").await.unwrap(),
+        vec![(1, 0.9), (2, 0.4), (3, 0.3)]
+    );
+    assert_eq!(
+        s.get_run("r1").await.unwrap().unwrap().metric_keys,
+        vec!["train/loss".to_string()]
+    );
+}
+
+async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
+    run(&s, "r1").await;
+    run(&s, "r2").await;
+    for i in 0..30 {
+        let t = format!("trace{i:02}");
+        let name = if i % 3 == 0 {
+            format!("rollout.step{i}.g2")
+        } else {
+            format!("eval {i}")
+        };
+        let kind = if i % 2 == 0 { "rollout" } else { "evaluator" };
+        let o = with(
+            open(&t, "root", None, kind, i),
+            json!({"name": name, "step": i, "thread_id": format!("worker-{}", i % 4)}),
+        );
+        write(
+            &s,
+            "r1",
+            &[
+                o,
+                close(
+                    &t,
+                    "root",
+                    if i % 5 == 0 { "error" } else { "ok" },
+                    100 + 2 * i,
+                ),
+            ],
+        )
+        .await;
+    }
+    write(&s, "r2", &[open("other", "root", None, "rollout", 0)]).await;
+    let base = TraceQuery {
+        run_id: Some("r1".into()),
+        limit: 50,
+        ..Default::default()
+    };
+    assert_eq!(s.list_traces(&base).await.unwrap().traces.len(), 30);
+    let errors = TraceQuery {
+        statuses: vec![SpanStatus::Error],
+        ..base.clone()
+    };
+    assert_eq!(s.list_traces(&errors).await.unwrap().traces.len(), 6);
+    let kinds = TraceQuery {
+        kinds: SpanKind::bits_of(&[SpanKind::Evaluator]),
+        ..base.clone()
+    };
+    assert_eq!(s.list_traces(&kinds).await.unwrap().traces.len(), 15);
+    let search = TraceQuery {
+        terms: vec!["ROLLOUT".into(), "step".into()],
+        ..base.clone()
+    };
+    assert_eq!(s.list_traces(&search).await.unwrap().traces.len(), 10);
+    let by_thread = TraceQuery {
+        terms: vec!["worker-1".into()],
+        ..base.clone()
+    };
+    assert_eq!(s.list_traces(&by_thread).await.unwrap().traces.len(), 8);
+    let by_id = TraceQuery {
+        terms: vec!["trace2".into()],
+        ..base.clone()
+    };
+    assert_eq!(s.list_traces(&by_id).await.unwrap().traces.len(), 10);
+    let pinned = TraceQuery {
+        min_step: Some(7),
+        max_step: Some(7),
+        ..base.clone()
+    };
+    let pinned = s.list_traces(&pinned).await.unwrap().traces;
+    assert_eq!((pinned.len(), pinned[0].trace_id.as_str()), (1, "trace07"));
+    let everywhere = TraceQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    assert_eq!(s.list_traces(&everywhere).await.unwrap().traces.len(), 31);
+
+    for sort in [
+        TraceSort::Updated,
+        TraceSort::Duration,
+        TraceSort::Spans,
+        TraceSort::Errors,
+    ] {
+        for ascending in [false, true] {
+            let mut seen = Vec::new();
+            let mut query = TraceQuery {
+                limit: 7,
+                sort,
+                ascending,
+                ..base.clone()
+            };
+            loop {
+                let page = s.list_traces(&query).await.unwrap();
+                seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+                match page.next_cursor {
+                    Some(c) => query.cursor = Some(Cursor::decode(&c).unwrap()),
+                    None => break,
+                }
+            }
+            let unique: HashSet<_> = seen.iter().collect();
+            assert_eq!(
+                (seen.len(), unique.len()),
+                (30, 30),
+                "{sort:?} ascending={ascending}"
+            );
+        }
+    }
+    let by_duration = TraceQuery {
+        sort: TraceSort::Duration,
+        limit: 1,
+        ..base.clone()
+    };
+    assert_eq!(
+        s.list_traces(&by_duration).await.unwrap().traces[0].trace_id,
+        "trace29"
+    );
+}
+
+async fn missing_things_are_none_never_another(s: S) {
+    run(&s, "r1").await;
+    write(&s, "r1", &[open("t1", "root", None, "rollout", 0)]).await;
+    assert!(s.get_span("r1", "t1", "nope").await.unwrap().is_none());
+    assert!(s.get_span("r1", "t2", "root").await.unwrap().is_none());
+    assert!(s.get_trace("r1", "t2").await.unwrap().is_none());
+    // A span named only as a parent is a placeholder, not a span.
+    write(&s, "r1", &[open("t1", "kid", Some("ghost"), "tool", 1)]).await;
+    assert!(s.get_span("r1", "t1", "ghost").await.unwrap().is_none());
+}
+
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $name() {
+                let t = crate::common::sqlite().await;
+                super::$name(t.store.clone()).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $name() {
+                let t = crate::common::postgres().await;
+                super::$name(t.store.clone()).await;
+            })*
+        }
+    };
+}
+
+conformance!(
+    bodies_ride_open_and_close_and_merge,
+    a_close_before_its_open_is_kept_and_merged,
+    a_second_open_or_close_is_ignored_with_a_warning,
+    a_child_without_a_step_inherits_its_parents,
+    finishing_a_run_interrupts_running_spans_and_a_later_close_wins,
+    a_roots_status_is_never_changed_by_children,
+    token_count_sums_the_tree_unless_the_root_sets_its_own,
+    children_out_of_order_are_orphans_until_their_parent_arrives,
+    a_ten_thousand_span_trace_pages_its_children_in_start_order,
+    a_replayed_batch_stores_nothing_twice,
+    step_activity_counts_traces_per_step_and_the_unstepped,
+    runs_are_created_once_and_keep_their_project,
+    metrics_are_kept_by_step_and_read_in_order,
+    trace_lists_filter_search_and_page_without_duplicates,
+    missing_things_are_none_never_another,
+);
