@@ -9,12 +9,12 @@ DATA_DIR ?= ./treeline-data
 ADDR ?= 127.0.0.1:3000
 RUST_PACKAGES := -p treeline-app -p treeline-server -p treeline-client
 
-.PHONY: run build tools dev test lint rust-test e2e py-test bench clean
+.PHONY: run build tools dev test lint rust-test e2e py-test otlp-test bench clean
 
 ## run: build the release and serve the dashboard on $(ADDR) with an embedded SQLite file
 run: build
 	@echo "Treeline: open http://$(ADDR)  (data in $(DATA_DIR), ctrl-c to stop)"
-	./target/release/treeline serve --addr $(ADDR) --data-dir $(DATA_DIR)
+	./target/release/treeline serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo
 
 build: tools
 	cargo leptos build --release
@@ -28,7 +28,7 @@ dev: tools
 
 ## test: formatting, lints per feature set, Rust tests on SQLite and PostgreSQL,
 ## the Python SDK's tests, and the browser tests against the release build
-test: lint rust-test build py-test e2e
+test: lint rust-test build py-test otlp-test e2e
 
 lint: tools
 	cargo fmt --all -- --check
@@ -41,6 +41,9 @@ rust-test: tools
 
 py-test:
 	scripts/test-python.sh
+
+otlp-test:
+	scripts/test-otlp.sh
 
 e2e: build
 	@WANT="chromium node" scripts/setup-tools.sh

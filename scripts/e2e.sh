@@ -18,6 +18,10 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$DATA/server.log"; exit 1; }
+# The demo, with its big trace scaled down: demo.spec.ts checks it, and every other
+# spec must pass beside it.
+"$ROOT/target/release/treeline" demo --url "http://127.0.0.1:$PORT" --small >"$DATA/demo.log" 2>&1 \
+  || { cat "$DATA/demo.log"; tail -50 "$DATA/server.log"; exit 1; }
 cd "$ROOT/end2end"
 if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test; then
   echo "--- server log ---"; tail -50 "$DATA/server.log"; exit 1

@@ -2,10 +2,12 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    StaticSegment,
+    path,
 };
 
 pub mod api;
+mod components;
+pub mod format;
 mod pages;
 
 #[cfg(feature = "ssr")]
@@ -19,6 +21,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
             <head>
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
@@ -41,11 +44,14 @@ pub fn App() -> impl IntoView {
                 <a class="brand" href="/">"Treeline"</a>
                 <nav>
                     <a href="/">"Runs"</a>
+                    <a href="/traces">"Traces"</a>
                 </nav>
             </header>
             <main>
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
-                    <Route path=StaticSegment("") view=pages::runs::RunsPage/>
+                    <Route path=path!("") view=pages::runs::RunsPage/>
+                    <Route path=path!("/runs/:run_id") view=pages::run_detail::RunDetailPage/>
+                    <Route path=path!("/traces") view=pages::traces::TracesPage/>
                 </Routes>
             </main>
         </Router>

@@ -28,12 +28,18 @@ enum Command {
     /// Measure the server and print the figures.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Load the demo projects through the ingest API.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Span events per second through HTTP, JSON and the store, acknowledged when durable.
     Ingest(crate::bench::IngestArgs),
+    /// Read latency (p50/p95) of the hot queries on 1M traces / 10M spans.
+    Query(crate::bench::QueryArgs),
+    /// Spans per second through OTLP/HTTP protobuf, until stored and visible to queries.
+    Otlp(crate::otlp::bench::OtlpArgs),
 }
 
 #[derive(clap::Parser, Clone)]
@@ -57,6 +63,9 @@ pub struct ServeArgs {
     /// Days that project-wide trace browsing looks back by default.
     #[arg(long, env = "TREELINE_WINDOW_DAYS", default_value_t = 7)]
     pub window_days: i64,
+    /// When the database has no runs, load the demo into this server after it starts.
+    #[arg(long, env = "TREELINE_DEMO")]
+    pub demo: bool,
 }
 
 impl Default for ServeArgs {
@@ -94,6 +103,11 @@ pub fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
         Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
+        Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
+        Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
+        Command::Bench(BenchCommand::Otlp(args)) => {
+            runtime.block_on(crate::otlp::bench::otlp(args))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -123,6 +137,14 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
     {
         tracing::debug!(pruned = n, "old idempotency keys removed");
     }
+    // Checked before serving, so a demo is never loaded over a user's own runs.
+    let load_demo = args.demo
+        && store
+            .list_runs(None, 1, None)
+            .await
+            .map_err(|e| format!("cannot read the database: {e}"))?
+            .runs
+            .is_empty();
     let mut state = AppState::new(store);
     state.api_keys = Arc::new(
         args.api_keys
@@ -158,7 +180,38 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
         "postgres".into()
     };
     tracing::info!(%database, site = %site_root.display(), "Treeline is serving on http://{addr}");
+    if load_demo {
+        spawn_demo(addr, state.api_keys.first().cloned());
+    } else if args.demo {
+        tracing::info!("demo: the database already has runs; not loading the demo");
+    }
     serve::run(listener, serve::app(state, &site_root, addr))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Loads the demo into this server over HTTP, as any client would, while it serves.
+fn spawn_demo(addr: SocketAddr, api_key: Option<String>) {
+    let mut target = addr;
+    if target.ip().is_unspecified() {
+        target.set_ip(match addr {
+            SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    tokio::spawn(async move {
+        let client =
+            treeline_client::Client::new(&format!("http://{target}")).with_api_key(api_key);
+        tracing::info!("demo: loading the demo projects");
+        let options = crate::demo::Options::full();
+        match crate::demo::load(&client, &options, &mut crate::demo::log_progress()).await {
+            Ok(summary) => tracing::info!(
+                "demo: loaded {} runs, {} spans in {:.1} s",
+                summary.runs.len(),
+                summary.spans,
+                summary.elapsed.as_secs_f64()
+            ),
+            Err(e) => tracing::error!("demo: loading failed: {e}"),
+        }
+    });
 }

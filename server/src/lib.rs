@@ -3,8 +3,10 @@
 
 pub mod bench;
 pub mod cli;
+pub mod demo;
 pub mod http;
 pub mod ingest;
+pub mod otlp;
 pub mod serve;
 pub mod ssr;
 pub mod store;

@@ -12,7 +12,7 @@ use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
 
 use crate::http::{self, AppState};
-use crate::ssr::StoreBackend;
+use crate::ssr::ApiBackend;
 
 /// Where the built dashboard (wasm, js, css, assets) lives: beside the binary when
 /// installed as `target/<profile>/treeline`, so the server runs from any directory.
@@ -28,13 +28,15 @@ pub fn default_site_root() -> PathBuf {
 
 /// The full application router.
 pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Router {
+    let otlp = crate::otlp::router(state.clone());
     let options = LeptosOptions::builder()
         .output_name("treeline")
         .site_root(site_root.to_string_lossy().as_ref())
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build();
-    let backend: SharedBackend = Arc::new(StoreBackend(state.store.clone()));
+    let api = http::router(state);
+    let backend: SharedBackend = Arc::new(ApiBackend(api.clone()));
     let routes = generate_route_list(App);
     let pages = Router::new()
         .leptos_routes_with_context(
@@ -50,7 +52,8 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .with_state(options);
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
-        .nest("/api", http::router(state))
+        .merge(otlp)
+        .nest("/api", api)
         .merge(pages)
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())

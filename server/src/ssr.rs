@@ -1,29 +1,45 @@
-//! The dashboard's in-process data source during server rendering: the same store
-//! the REST API reads, so both transports share one query layer.
+//! The dashboard's data source during server rendering: the API router itself,
+//! called in-process, so a page rendered on the server and the same page fetching in
+//! the browser get byte-for-byte the same answers.
 
-use std::sync::Arc;
-
+use axum::body::Body;
+use axum::http::Request;
+use axum::Router;
+use http_body_util::BodyExt;
+use tower::ServiceExt;
 use treeline_app::api::ApiError;
-use treeline_app::wire::RunList;
 use treeline_app::Backend;
 
-use crate::store::Store;
-
-pub struct StoreBackend(pub Arc<dyn Store>);
-
-fn failed(e: crate::store::StoreError) -> ApiError {
-    tracing::error!(error = %e, "server-side render read failed");
-    ApiError {
-        message: "the server could not read its data; the error was logged".into(),
-    }
-}
+pub struct ApiBackend(pub Router);
 
 #[async_trait::async_trait]
-impl Backend for StoreBackend {
-    async fn list_runs(&self, project: Option<String>) -> Result<RunList, ApiError> {
-        self.0
-            .list_runs(project.as_deref(), 200, None)
+impl Backend for ApiBackend {
+    async fn get(&self, path_and_query: &str) -> Result<String, ApiError> {
+        // The router is mounted under /api in the real server.
+        let path = path_and_query
+            .strip_prefix("/api")
+            .unwrap_or(path_and_query);
+        let request = Request::get(path)
+            .body(Body::empty())
+            .map_err(|e| ApiError::other(e.to_string()))?;
+        let response = self
+            .0
+            .clone()
+            .oneshot(request)
             .await
-            .map_err(failed)
+            .map_err(|e| ApiError::other(e.to_string()))?;
+        let status = response.status().as_u16();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| ApiError::other(e.to_string()))?
+            .to_bytes();
+        let body = String::from_utf8_lossy(&bytes).into_owned();
+        if (200..300).contains(&status) {
+            Ok(body)
+        } else {
+            Err(ApiError::from_body(status, &body))
+        }
     }
 }

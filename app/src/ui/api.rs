@@ -1,15 +1,47 @@
 //! Typed reads for the pages. In the browser they go to the REST API with gloo-net;
-//! during server rendering they call the server's query layer in-process through
+//! during server rendering the server answers the same paths in-process through
 //! [`Backend`], so both transports share one implementation of every query.
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::wire::RunList;
+use crate::wire::{
+    MetricSeries, ProjectList, RunDetail, RunList, SpanDetail, SpanPage, StepsResponse, TraceList,
+    TraceSummary,
+};
 
-/// A failed read, as the page shows it.
+/// A failed read, as a page shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApiError {
+    pub status: u16,
+    pub code: String,
     pub message: String,
+}
+
+impl ApiError {
+    pub fn other(message: impl Into<String>) -> Self {
+        ApiError {
+            status: 0,
+            code: "unavailable".into(),
+            message: message.into(),
+        }
+    }
+
+    /// Turns a non-2xx answer into the error it carries.
+    pub fn from_body(status: u16, body: &str) -> Self {
+        match serde_json::from_str::<crate::wire::ErrorBody>(body) {
+            Ok(b) => ApiError {
+                status,
+                code: b.error.code,
+                message: b.error.message,
+            },
+            Err(_) => ApiError {
+                status,
+                code: "http_error".into(),
+                message: format!("the server answered {status}"),
+            },
+        }
+    }
 }
 
 #[cfg(feature = "ssr")]
@@ -17,46 +49,52 @@ mod backend {
     use std::sync::Arc;
 
     use super::ApiError;
-    use crate::wire::RunList;
 
-    /// What server rendering needs from the server's storage.
+    /// What server rendering needs from the server: the API's own answer to a GET.
     #[async_trait::async_trait]
     pub trait Backend: Send + Sync {
-        async fn list_runs(&self, project: Option<String>) -> Result<RunList, ApiError>;
+        /// The body of a 2xx answer to `GET path_and_query`, or its error.
+        async fn get(&self, path_and_query: &str) -> Result<String, ApiError>;
     }
 
     pub type SharedBackend = Arc<dyn Backend>;
 
     pub(super) fn backend() -> Result<SharedBackend, ApiError> {
-        leptos::prelude::use_context::<SharedBackend>().ok_or_else(|| ApiError {
-            message: "no backend in the render context".into(),
-        })
+        leptos::prelude::use_context::<SharedBackend>()
+            .ok_or_else(|| ApiError::other("no backend in the render context"))
     }
 }
 #[cfg(feature = "ssr")]
 pub use backend::{Backend, SharedBackend};
 
+/// `GET path` and decode its JSON.
+pub async fn get<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
+    #[cfg(feature = "ssr")]
+    {
+        let body = backend::backend()?.get(&path).await?;
+        serde_json::from_str(&body).map_err(|e| ApiError::other(e.to_string()))
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        send_wrapper::SendWrapper::new(fetch(path)).await
+    }
+}
+
 #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
-async fn get_json<T: serde::de::DeserializeOwned>(url: String) -> Result<T, ApiError> {
-    let fail = |e: &dyn std::fmt::Display| ApiError {
-        message: e.to_string(),
-    };
-    let response = gloo_net::http::Request::get(&url)
+async fn fetch<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
+    let response = gloo_net::http::Request::get(&path)
         .send()
         .await
-        .map_err(|e| fail(&e))?;
-    if !response.ok() {
-        let body: Result<crate::wire::ErrorBody, _> = response.json().await;
-        return Err(match body {
-            Ok(b) => ApiError {
-                message: b.error.message,
-            },
-            Err(_) => ApiError {
-                message: format!("the server answered {}", response.status()),
-            },
-        });
+        .map_err(|e| ApiError::other(format!("the server could not be reached: {e}")))?;
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| ApiError::other(e.to_string()))?;
+    if !(200..300).contains(&status) {
+        return Err(ApiError::from_body(status, &body));
     }
-    response.json().await.map_err(|e| fail(&e))
+    serde_json::from_str(&body).map_err(|e| ApiError::other(e.to_string()))
 }
 
 /// Percent-encodes a query value.
@@ -72,16 +110,94 @@ pub fn encode(value: &str) -> String {
     out
 }
 
-pub async fn list_runs(project: Option<String>) -> Result<RunList, ApiError> {
-    #[cfg(feature = "ssr")]
-    {
-        backend::backend()?.list_runs(project).await
+/// `a=1&b=2` from the pairs that have a value.
+pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
+    pairs
+        .iter()
+        .filter_map(|(k, v)| {
+            v.as_ref()
+                .filter(|v| !v.is_empty())
+                .map(|v| format!("{k}={}", encode(v)))
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+pub async fn projects() -> Result<ProjectList, ApiError> {
+    get("/api/projects".into()).await
+}
+
+pub async fn runs(project: Option<String>) -> Result<RunList, ApiError> {
+    get(format!(
+        "/api/runs?limit=500&{}",
+        query_string(&[("project", project)])
+    ))
+    .await
+}
+
+pub async fn run(run_id: String) -> Result<RunDetail, ApiError> {
+    get(format!("/api/runs/{}", encode(&run_id))).await
+}
+
+pub async fn metric(
+    run_id: String,
+    key: String,
+    max_points: usize,
+) -> Result<MetricSeries, ApiError> {
+    get(format!(
+        "/api/runs/{}/metrics?key={}&max_points={max_points}",
+        encode(&run_id),
+        encode(&key)
+    ))
+    .await
+}
+
+pub async fn steps(run_id: String) -> Result<StepsResponse, ApiError> {
+    get(format!("/api/runs/{}/traces/steps", encode(&run_id))).await
+}
+
+/// A trace list; `query` is the list's query string (filters, cursor).
+pub async fn traces(run_id: Option<String>, query: String) -> Result<TraceList, ApiError> {
+    match run_id {
+        Some(run) => get(format!("/api/runs/{}/traces?{query}", encode(&run))).await,
+        None => get(format!("/api/traces?{query}")).await,
     }
-    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
-    {
-        let query = project
-            .map(|p| format!("?project={}", encode(&p)))
-            .unwrap_or_default();
-        send_wrapper::SendWrapper::new(get_json(format!("/api/runs{query}"))).await
-    }
+}
+
+pub async fn trace(run_id: String, trace_id: String) -> Result<TraceSummary, ApiError> {
+    get(format!(
+        "/api/runs/{}/traces/{}",
+        encode(&run_id),
+        encode(&trace_id)
+    ))
+    .await
+}
+
+pub async fn spans(
+    run_id: String,
+    trace_id: String,
+    parent: Option<String>,
+    cursor: Option<String>,
+) -> Result<SpanPage, ApiError> {
+    let query = query_string(&[("parent_span_id", parent), ("cursor", cursor)]);
+    get(format!(
+        "/api/runs/{}/traces/{}/spans?limit=200&{query}",
+        encode(&run_id),
+        encode(&trace_id)
+    ))
+    .await
+}
+
+pub async fn span(
+    run_id: String,
+    trace_id: String,
+    span_id: String,
+) -> Result<SpanDetail, ApiError> {
+    get(format!(
+        "/api/runs/{}/traces/{}/spans/{}",
+        encode(&run_id),
+        encode(&trace_id),
+        encode(&span_id)
+    ))
+    .await
 }

@@ -1,1 +1,3 @@
+pub mod run_detail;
 pub mod runs;
+pub mod traces;

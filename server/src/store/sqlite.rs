@@ -74,8 +74,9 @@ impl Loader for SqliteLoader<'_, '_> {
 
     async fn load_spans(&mut self, keys: &[(String, String)]) -> StoreResult<Vec<SpanState>> {
         let keys = serde_json::to_string(keys).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        // CROSS JOIN keeps the keys as the outer loop: one primary-key probe each.
         let rows = sqlx::query(&format!(
-            "SELECT {} FROM json_each(?2) AS k JOIN spans s
+            "SELECT {} FROM json_each(?2) AS k CROSS JOIN spans s
                ON s.run_id = ?1 AND s.trace_id = k.value ->> 0 AND s.span_id = k.value ->> 1",
             rows::SPAN_STATE_COLUMNS
         ))
@@ -90,7 +91,7 @@ impl Loader for SqliteLoader<'_, '_> {
         let ids =
             serde_json::to_string(trace_ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let rows = sqlx::query(&format!(
-            "SELECT {} FROM json_each(?2) AS k JOIN traces t
+            "SELECT {} FROM json_each(?2) AS k CROSS JOIN traces t
                ON t.run_id = ?1 AND t.trace_id = k.value",
             rows::TRACE_STATE_COLUMNS
         ))

@@ -1,21 +1,43 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use crate::ui::api;
+use crate::ui::api::{self, encode};
+use crate::ui::components::status::RunBadge;
+use crate::ui::format;
 use crate::wire::RunSummary;
 
-/// `/`: every run, newest first, narrowed by a name filter as you type.
+/// `/`: every run, newest first, by project, narrowed by a filter as you type.
 #[component]
 pub fn RunsPage() -> impl IntoView {
     let query = use_query_map();
     let project = move || query.read().get("project");
-    let runs = Resource::new(project, api::list_runs);
+    let runs = Resource::new(project, api::runs);
+    let projects = Resource::new(|| (), |_| api::projects());
     let filter = RwSignal::new(String::new());
 
     view! {
         <section class="page runs">
             <div class="page-head">
                 <h1>"Runs"</h1>
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        let list = projects.await.map(|p| p.projects).unwrap_or_default();
+                        let current = project().unwrap_or_default();
+                        view! {
+                            <nav class="projects" aria-label="Projects">
+                                <a href="/" class:active=current.is_empty()>"All projects"</a>
+                                {list.into_iter().map(|p| {
+                                    let active = p.name == current;
+                                    view! {
+                                        <a href=format!("/?project={}", encode(&p.name)) class:active=active>
+                                            {p.name.clone()} <span class="count">{p.runs}</span>
+                                        </a>
+                                    }
+                                }).collect_view()}
+                            </nav>
+                        }
+                    })}
+                </Suspense>
                 <label class="filter">
                     "Filter runs "
                     <input
@@ -34,14 +56,12 @@ pub fn RunsPage() -> impl IntoView {
                         }.into_any(),
                         Ok(list) if list.runs.is_empty() => view! {
                             <p class="empty">
-                                "No runs yet. Send one with the Python SDK or "
-                                <code>"PUT /api/runs/{run_id}"</code>"."
+                                "No runs yet. Start one from Python with "
+                                <code>"tl.init(\"my-project\")"</code>
+                                ", or PUT /api/runs/{run_id}."
                             </p>
                         }.into_any(),
-                        Ok(list) => {
-                            let rows = list.runs;
-                            view! { <RunTable rows filter/> }.into_any()
-                        }
+                        Ok(list) => view! { <RunTable rows=list.runs filter/> }.into_any(),
                     }
                 })}
             </Suspense>
@@ -52,6 +72,7 @@ pub fn RunsPage() -> impl IntoView {
 #[component]
 fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
     let total = rows.len();
+    let now = format::now_us();
     let rows = StoredValue::new(rows);
     let visible = move || {
         let needle = filter.get().to_lowercase();
@@ -61,6 +82,7 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
                 needle.is_empty()
                     || r.name.to_lowercase().contains(&needle)
                     || r.project.to_lowercase().contains(&needle)
+                    || r.run_id.to_lowercase().contains(&needle)
             })
             .collect::<Vec<_>>()
     };
@@ -69,18 +91,21 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
         <table class="run-table">
             <thead>
                 <tr>
-                    <th>"Run"</th><th>"Project"</th><th>"Status"</th>
-                    <th>"Traces"</th><th>"Failed traces"</th>
+                    <th>"Run"</th><th>"Project"</th><th>"Status"</th><th>"Started"</th>
+                    <th>"Duration"</th><th class="num">"Traces"</th><th class="num">"Failed traces"</th><th></th>
                 </tr>
             </thead>
             <tbody>
-                <For each=visible key=|r| r.run_id.clone() let:run>
+                <For each=visible key=|r| (r.run_id.clone(), r.updated_us) let:run>
                     <tr>
-                        <td>{run.name.clone()}</td>
+                        <td><a href=format!("/runs/{}", encode(&run.run_id))>{run.name.clone()}</a></td>
                         <td>{run.project.clone()}</td>
-                        <td><span class=format!("badge {}", run.status)>{run.status.to_string()}</span></td>
+                        <td><RunBadge status=run.status/></td>
+                        <td title=format::timestamp(run.start_us)>{format::relative(run.start_us, now)}</td>
+                        <td>{format::duration(run.end_us.unwrap_or(now) - run.start_us)}</td>
                         <td class="num">{run.trace_count}</td>
-                        <td class="num">{run.error_trace_count}</td>
+                        <td class="num" class:bad={run.error_trace_count > 0}>{run.error_trace_count}</td>
+                        <td><a class="subtle" href=format!("/traces?run_id={}", encode(&run.run_id))>"traces →"</a></td>
                     </tr>
                 </For>
             </tbody>

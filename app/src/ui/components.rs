@@ -1,0 +1,18 @@
+pub mod body;
+pub mod chart;
+pub mod filters;
+pub mod inspector;
+pub mod span_tree;
+pub mod status;
+pub mod timeline;
+pub mod trace_list;
+
+/// Puts `text` on the clipboard (in the browser; nothing on the server).
+pub fn copy_text(text: &str) {
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    if let Some(window) = leptos::web_sys::window() {
+        let _ = window.navigator().clipboard().write_text(text);
+    }
+    #[cfg(not(all(feature = "hydrate", not(feature = "ssr"))))]
+    let _ = text;
+}

@@ -1,0 +1,114 @@
+//! User-supplied bodies, rendered by shape: chat messages as a transcript, JSON as a
+//! collapsible tree, strings as text. Everything is text: nothing becomes HTML.
+
+use leptos::prelude::*;
+use serde_json::Value;
+
+/// Chat messages in `value`, when it holds any: a list of `{role, content}`, an
+/// object with such a `messages` list, or one message.
+fn messages(value: &Value) -> Option<Vec<(String, String)>> {
+    let list = match value {
+        Value::Array(items) => items.clone(),
+        Value::Object(obj) if obj.get("messages").is_some_and(Value::is_array) => {
+            obj.get("messages")?.as_array()?.clone()
+        }
+        Value::Object(obj) if obj.contains_key("role") => vec![value.clone()],
+        _ => return None,
+    };
+    if list.is_empty() {
+        return None;
+    }
+    list.iter()
+        .map(|m| {
+            let role = m.get("role")?.as_str()?.to_string();
+            let content = match m.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+            let calls = m
+                .get("tool_calls")
+                .map(|c| {
+                    format!(
+                        "\ntool calls: {}",
+                        serde_json::to_string_pretty(c).unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            Some((role, format!("{content}{calls}")))
+        })
+        .collect()
+}
+
+#[component]
+pub fn BodyView(
+    #[prop(into)] label: String,
+    value: Option<Value>,
+    #[prop(optional)] truncated: bool,
+    #[prop(optional)] chat: bool,
+) -> impl IntoView {
+    let note = truncated
+        .then(|| view! { <span class="note">"truncated: the body was cut at 16 MiB"</span> });
+    let content = match value {
+        None => view! { <p class="muted">"not captured"</p> }.into_any(),
+        Some(Value::String(text)) => view! { <pre class="text-body">{text}</pre> }.into_any(),
+        Some(v) => match messages(&v).filter(|_| chat || v.get("messages").is_some()) {
+            Some(list) => view! {
+                <ol class="transcript">
+                    {list.into_iter().map(|(role, text)| {
+                        let class = format!("message role-{}", role.replace(|c: char| !c.is_ascii_alphanumeric(), ""));
+                        view! {
+                        <li class=class>
+                            <span class="role">{role}</span>
+                            <pre>{text}</pre>
+                        </li>
+                    }}).collect_view()}
+                </ol>
+            }.into_any(),
+            None => view! { <div class="json-body"><JsonTree value=v open=true/></div> }.into_any(),
+        },
+    };
+    view! {
+        <section class="body">
+            <h3>{label} {note}</h3>
+            {content}
+        </section>
+    }
+}
+
+/// A JSON value as nested, collapsible lists.
+#[component]
+pub fn JsonTree(value: Value, #[prop(optional)] open: bool) -> impl IntoView {
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            let summary = format!("{{…}} {} keys", map.len());
+            view! {
+                <details class="json" open=open>
+                    <summary>{summary}</summary>
+                    <ul>
+                        {map.into_iter().map(|(k, v)| view! {
+                            <li><span class="json-key">{k}": "</span><JsonTree value=v/></li>
+                        }).collect_view()}
+                    </ul>
+                </details>
+            }
+            .into_any()
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let summary = format!("[…] {} items", items.len());
+            view! {
+                <details class="json" open=open>
+                    <summary>{summary}</summary>
+                    <ol start="0">
+                        {items.into_iter().map(|v| view! { <li><JsonTree value=v/></li> }).collect_view()}
+                    </ol>
+                </details>
+            }
+            .into_any()
+        }
+        Value::String(s) => {
+            view! { <span class="json-string">{format!("{s:?}")}</span> }.into_any()
+        }
+        other => view! { <span class="json-scalar">{other.to_string()}</span> }.into_any(),
+    }
+}

@@ -1,0 +1,206 @@
+use leptos::prelude::*;
+
+use crate::ui::api::{self, ApiError};
+use crate::ui::format;
+use crate::ui::pages::traces::WorkspaceUrl;
+use crate::wire::{SpanKind, SpanStatus, TraceList, TraceWindow};
+
+pub const MAX_TERMS: usize = 8;
+
+fn toggle(list: Option<String>, value: &str, on: bool) -> Option<String> {
+    let mut items: Vec<String> = list
+        .unwrap_or_default()
+        .split(',')
+        .filter(|s| !s.is_empty() && *s != value)
+        .map(str::to_string)
+        .collect();
+    if on {
+        items.push(value.to_string());
+    }
+    (!items.is_empty()).then(|| items.join(","))
+}
+
+fn has(list: &Option<String>, value: &str) -> bool {
+    list.as_deref()
+        .is_some_and(|l| l.split(',').any(|s| s == value))
+}
+
+/// A multi-select as a disclosure of checkboxes, bound to one comma list in the URL.
+#[component]
+fn MultiSelect(
+    label: &'static str,
+    options: Vec<(&'static str, &'static str)>,
+    selected: Signal<Option<String>>,
+    on_change: Callback<(String, bool)>,
+) -> impl IntoView {
+    let summary = move || {
+        let n = selected
+            .get()
+            .map_or(0, |l| l.split(',').filter(|s| !s.is_empty()).count());
+        if n == 0 {
+            format!("{label}: any")
+        } else {
+            format!("{label}: {n}")
+        }
+    };
+    view! {
+        <details class="multi">
+            <summary>{summary}</summary>
+            <div role="group" aria-label=label>
+                {options.into_iter().map(|(value, text)| view! {
+                    <label>
+                        <input type="checkbox" value=value
+                            prop:checked=move || has(&selected.get(), value)
+                            on:change=move |ev| on_change.run((value.to_string(), event_target_checked(&ev)))/>
+                        {text}
+                    </label>
+                }).collect_view()}
+            </div>
+        </details>
+    }
+}
+
+#[component]
+pub fn Filters(
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    list: Resource<Result<TraceList, ApiError>>,
+) -> impl IntoView {
+    let runs = Resource::new(|| (), |_| api::runs(None));
+    let text = RwSignal::new(url.get_untracked().q.unwrap_or_default());
+    Effect::new(move |_| text.set(url.get().q.unwrap_or_default()));
+    let terms = move || text.get().split_whitespace().count();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if terms() > MAX_TERMS {
+            return;
+        }
+        let q = text
+            .get_untracked()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        go_to.run(WorkspaceUrl {
+            q: (!q.is_empty()).then_some(q),
+            trace_id: None,
+            span_id: None,
+            ..url.get_untracked()
+        });
+    };
+    let statuses: Vec<(&'static str, &'static str)> = SpanStatus::ALL
+        .iter()
+        .map(|s| (s.as_str(), s.label()))
+        .collect();
+    let kinds: Vec<(&'static str, &'static str)> = SpanKind::ALL
+        .iter()
+        .map(|k| (k.as_str(), k.as_str()))
+        .collect();
+    let set_status = Callback::new(move |(v, on): (String, bool)| {
+        let u = url.get_untracked();
+        go_to.run(WorkspaceUrl {
+            status: toggle(u.status.clone(), &v, on),
+            trace_id: None,
+            span_id: None,
+            ..u
+        });
+    });
+    let set_kind = Callback::new(move |(v, on): (String, bool)| {
+        let u = url.get_untracked();
+        go_to.run(WorkspaceUrl {
+            kind: toggle(u.kind.clone(), &v, on),
+            trace_id: None,
+            span_id: None,
+            ..u
+        });
+    });
+    let window_text = move |window: Option<TraceWindow>| {
+        let u = url.get_untracked();
+        match (u.run_id, window) {
+            (Some(run), None) => format!("all traces of run {run}"),
+            (
+                _,
+                Some(TraceWindow {
+                    since_us: Some(since),
+                    until_us: None,
+                }),
+            ) => {
+                let days = ((format::now_us() - since) as f64 / 86_400e6).round() as i64;
+                format!("last {days} days")
+            }
+            (_, Some(w)) => format!(
+                "{} – {}",
+                w.since_us
+                    .map(format::timestamp)
+                    .unwrap_or_else(|| "start".into()),
+                w.until_us
+                    .map(format::timestamp)
+                    .unwrap_or_else(|| "now".into())
+            ),
+            (None, None) => String::new(),
+        }
+    };
+    view! {
+        <form class="filters" role="search" on:submit=submit>
+            <label>
+                "Run"
+                <Suspense fallback=|| view! { <select disabled=true><option>"loading…"</option></select> }>
+                    {move || Suspend::new(async move {
+                        let list = runs.await.map(|r| r.runs).unwrap_or_default();
+                        let current = url.get().run_id.unwrap_or_default();
+                        view! {
+                            <select on:change=move |ev| {
+                                let v = event_target_value(&ev);
+                                go_to.run(WorkspaceUrl { run_id: (!v.is_empty()).then_some(v), trace_id: None, span_id: None, ..url.get_untracked() });
+                            }>
+                                <option value="" selected=current.is_empty()>"All runs"</option>
+                                {list.into_iter().map(|r| {
+                                    let selected = r.run_id == current;
+                                    view! { <option value=r.run_id.clone() selected=selected>{format!("{} — {}", r.name, r.project)}</option> }
+                                }).collect_view()}
+                            </select>
+                        }
+                    })}
+                </Suspense>
+            </label>
+            <MultiSelect label="Status" options=statuses selected=Signal::derive(move || url.get().status) on_change=set_status/>
+            <MultiSelect label="Kind" options=kinds selected=Signal::derive(move || url.get().kind) on_change=set_kind/>
+            <label>
+                "Search"
+                <input type="search" name="q" placeholder="name, trace id, rollout id, thread"
+                    aria-describedby="search-terms"
+                    prop:value=move || text.get()
+                    on:input=move |ev| text.set(event_target_value(&ev))/>
+            </label>
+            <span id="search-terms" class="terms" class:over=move || { terms() > MAX_TERMS } role="status">
+                {move || if terms() > MAX_TERMS {
+                    format!("{} terms: at most {MAX_TERMS} are allowed", terms())
+                } else {
+                    format!("{}/{MAX_TERMS} terms", terms())
+                }}
+            </span>
+            <button type="submit" disabled=move || { terms() > MAX_TERMS }>"Search"</button>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let window = list.await.ok().and_then(|l| l.window);
+                    view! { <span class="window">{window_text(window)}</span> }
+                })}
+            </Transition>
+        </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comma_list_toggles_values() {
+        assert_eq!(toggle(None, "ok", true), Some("ok".into()));
+        assert_eq!(
+            toggle(Some("ok,error".into()), "ok", false),
+            Some("error".into())
+        );
+        assert_eq!(toggle(Some("ok".into()), "ok", false), None);
+        assert!(has(&Some("ok,error".into()), "error"));
+    }
+}

@@ -1,0 +1,115 @@
+use leptos::prelude::*;
+use serde_json::{Map, Value};
+
+use super::body::BodyView;
+use super::copy_text;
+use crate::ui::api::ApiError;
+use crate::ui::components::status::StatusBadge;
+use crate::ui::format;
+use crate::ui::pages::traces::{link, WorkspaceUrl};
+use crate::wire::{SpanDetail, SpanKind};
+
+#[component]
+pub fn Inspector(
+    url: Memo<WorkspaceUrl>,
+    detail: Resource<Option<Result<SpanDetail, ApiError>>>,
+) -> impl IntoView {
+    view! {
+        <div class="pane-head"><strong>"Span"</strong></div>
+        <Suspense fallback=|| view! { <p class="loading">"Loading span…"</p> }>
+            {move || Suspend::new(async move {
+                match detail.await {
+                    None => view! { <p class="empty">"Select a span in the tree to inspect it."</p> }.into_any(),
+                    Some(Err(e)) if e.code == "span_not_found" || e.code == "trace_not_found" || e.code == "run_not_found" => {
+                        let u = url.get_untracked();
+                        let message = match e.code.as_str() {
+                            "span_not_found" => format!(
+                                "span {} not found in trace {}",
+                                u.span_id.unwrap_or_default(),
+                                u.trace_id.unwrap_or_default()
+                            ),
+                            _ => e.message,
+                        };
+                        view! { <p class="error" role="alert">{message}</p> }.into_any()
+                    }
+                    Some(Err(e)) => view! { <p class="error" role="alert">{e.message}</p> }.into_any(),
+                    Some(Ok(d)) => view! { <SpanView d/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn CopyButton(text: String, label: &'static str) -> impl IntoView {
+    view! {
+        <button type="button" class="copy" aria-label=label on:click=move |_| copy_text(&text)>"copy"</button>
+    }
+}
+
+#[component]
+fn SpanView(d: SpanDetail) -> impl IntoView {
+    let n = &d.node;
+    let chat = n.kind == SpanKind::Model;
+    let duration = n
+        .duration_us
+        .map(format::duration)
+        .unwrap_or_else(|| "still running".into());
+    let links = d.links.clone();
+    let run_id = d.run_id.clone();
+    view! {
+        <h2 class="span-name">{n.name.clone()}</h2>
+        <dl>
+            <dt>"Span id"</dt>
+            <dd><code>{n.span_id.clone()}</code><CopyButton text=n.span_id.clone() label="Copy span id"/></dd>
+            <dt>"Trace id"</dt>
+            <dd><code>{d.trace_id.clone()}</code><CopyButton text=d.trace_id.clone() label="Copy trace id"/></dd>
+            <dt>"Status"</dt><dd><StatusBadge status=n.status/></dd>
+            <dt>"Kind"</dt><dd>{n.kind.as_str()}</dd>
+            <dt>"Duration"</dt><dd>{duration}</dd>
+            <dt>"Started"</dt><dd>{format::timestamp(n.start_us)}</dd>
+            <dt>"Step"</dt><dd>{n.step.map(|s| s.to_string()).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Rank"</dt><dd>{n.rank.map(|s| s.to_string()).unwrap_or_else(|| "—".into())}</dd>
+            <dt>"Children"</dt><dd>{n.child_count}</dd>
+            {n.token_count.map(|t| view! { <dt>"Tokens"</dt><dd>{t}</dd> })}
+            {d.thread_id.clone().map(|t| view! { <dt>"Thread"</dt><dd>{t}</dd> })}
+        </dl>
+        {d.error.clone().map(|e| view! { <BodyView label="Error" value=Some(e)/> })}
+        <BodyView label="Input" value=d.input.clone() truncated=d.input_truncated chat/>
+        <BodyView label="Output" value=d.output.clone() truncated=d.output_truncated chat/>
+        <KeyValues label="Attributes" map=d.attributes.clone()/>
+        <KeyValues label="Metrics" map=d.metrics.clone()/>
+        {(!links.is_empty()).then(|| view! {
+            <section>
+                <h3>"Links"</h3>
+                <ul class="links">
+                    {links.into_iter().map(|l| view! {
+                        <li><a href=link(&run_id, &l.trace_id, Some(&l.span_id))>{format!("{} / {}", l.trace_id, l.span_id)}</a></li>
+                    }).collect_view()}
+                </ul>
+            </section>
+        })}
+    }
+}
+
+#[component]
+fn KeyValues(label: &'static str, map: Map<String, Value>) -> impl IntoView {
+    (!map.is_empty()).then(|| {
+        view! {
+            <section>
+                <h3>{label}</h3>
+                <table class="kv">
+                    <tbody>
+                        {map.into_iter().map(|(k, v)| {
+                            let text = match v {
+                                Value::String(s) => s,
+                                other => other.to_string(),
+                            };
+                            view! { <tr><td>{k}</td><td>{text}</td></tr> }
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </section>
+        }
+    })
+}

@@ -1,0 +1,178 @@
+//! The step-axis trace activity timeline: a metric line over the steps, a lane of one
+//! marker per step below it, and danger bands over runs of failing steps.
+
+use leptos::prelude::*;
+
+use super::chart::{percent_of, LineChart};
+use crate::ui::api;
+use crate::wire::{StepActivity, StepsResponse};
+
+/// Runs of consecutive covered steps that had errors, as (first, last).
+pub fn danger_runs(steps: &[StepActivity]) -> Vec<(i64, i64)> {
+    let mut runs: Vec<(i64, i64)> = Vec::new();
+    let mut previous_failed = false;
+    for s in steps {
+        let failed = s.errored > 0;
+        match runs.last_mut() {
+            Some(last) if failed && previous_failed => last.1 = s.step,
+            _ if failed => runs.push((s.step, s.step)),
+            _ => {}
+        }
+        previous_failed = failed;
+    }
+    runs
+}
+
+fn marker_class(s: &StepActivity) -> &'static str {
+    if s.errored > 0 {
+        "marker errored"
+    } else if s.running > 0 {
+        "marker running"
+    } else {
+        "marker normal"
+    }
+}
+
+fn marker_label(s: &StepActivity) -> String {
+    let traces = if s.traces == 1 {
+        "1 trace".to_string()
+    } else {
+        format!("{} traces", s.traces)
+    };
+    let mut label = format!("step {}: {traces}", s.step);
+    if s.errored > 0 {
+        label.push_str(&format!(", {} errored", s.errored));
+    }
+    if s.running > 0 {
+        label.push_str(&format!(", {} running", s.running));
+    }
+    label
+}
+
+#[component]
+pub fn Timeline(
+    run_id: String,
+    activity: StepsResponse,
+    metric_keys: Vec<String>,
+    /// The pinned step, if any.
+    pinned: Signal<Option<i64>>,
+    on_pick: Callback<i64>,
+) -> impl IntoView {
+    let totals = activity.totals;
+    let steps = activity.steps;
+    let x0 = steps.first().map_or(0, |s| s.step);
+    let x1 = steps.last().map_or(1, |s| s.step).max(x0 + 1);
+    let busiest = steps.iter().map(|s| s.traces).max().unwrap_or(1).max(1) as f64;
+    let metric = RwSignal::new(metric_keys.first().cloned());
+    let series = {
+        let run_id = run_id.clone();
+        Resource::new(
+            move || metric.get(),
+            move |key| {
+                let run_id = run_id.clone();
+                async move {
+                    match key {
+                        Some(key) => api::metric(run_id, key, 1_000).await.map(Some),
+                        None => Ok(None),
+                    }
+                }
+            },
+        )
+    };
+    let range = match (totals.min_step, totals.max_step) {
+        (Some(a), Some(b)) => format!("steps {a}–{b}"),
+        _ => "no steps".to_string(),
+    };
+    let note = activity.truncated.then(|| view! {
+        <p class="note" role="note">
+            {format!("The lane covers the first {} distinct steps (up to step {x1}); this run has more.", activity.limit)}
+        </p>
+    });
+    let bands = danger_runs(&steps);
+    view! {
+        <div class="timeline">
+            <div class="timeline-head">
+                <span class="total">{format!("{} traces", totals.traces)}</span>
+                <span class="errored">{format!("{} errored", totals.errored)}</span>
+                {(totals.running > 0).then(|| view! { <span class="running">{format!("{} running", totals.running)}</span> })}
+                {(totals.unstepped > 0).then(|| view! { <span class="unstepped">{format!("{} without a step", totals.unstepped)}</span> })}
+                <span class="range">{range}</span>
+                <label class="metric-select">
+                    "Metric "
+                    <select on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        metric.set((!v.is_empty()).then_some(v));
+                    }>
+                        {metric_keys.iter().map(|k| view! { <option value=k.clone()>{k.clone()}</option> }).collect_view()}
+                        <option value="">"none"</option>
+                    </select>
+                </label>
+            </div>
+            <div class="timeline-plot">
+                {bands.into_iter().map(|(a, b)| {
+                    let left = percent_of(a, x0, x1);
+                    let width = (percent_of(b, x0, x1) - left).max(0.6);
+                    view! {
+                        <div class="danger-band" title=format!("steps {a}–{b} had failing traces")
+                            style=format!("left: calc({left:.3}% - 3px); width: calc({width:.3}% + 6px)")></div>
+                    }
+                }).collect_view()}
+                <Suspense fallback=|| view! { <div class="chart-placeholder">"Loading metric…"</div> }>
+                    {move || Suspend::new(async move {
+                        match series.await {
+                            Ok(Some(s)) => view! { <LineChart label=s.key points=s.points domain=(x0, x1)/> }.into_any(),
+                            Ok(None) => view! { <div class="chart-placeholder">"No metric chosen."</div> }.into_any(),
+                            Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                        }
+                    })}
+                </Suspense>
+                <div class="lane" role="group" aria-label="Trace activity per step">
+                    {steps.iter().map(|s| {
+                        let size = 6.0 + 12.0 * (s.traces as f64 / busiest).sqrt();
+                        let step = s.step;
+                        let left = percent_of(step, x0, x1);
+                        view! {
+                            <button
+                                class=marker_class(s)
+                                class:pinned=move || pinned.get() == Some(step)
+                                style=format!("left: {left:.3}%; width: {size:.1}px; height: {size:.1}px")
+                                aria-label=marker_label(s)
+                                title=marker_label(s)
+                                on:click=move |_| on_pick.run(step)
+                            ></button>
+                        }
+                    }).collect_view()}
+                </div>
+            </div>
+            {note}
+        </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(step: i64, errored: i64) -> StepActivity {
+        StepActivity {
+            step,
+            traces: 1,
+            errored,
+            running: 0,
+        }
+    }
+
+    #[test]
+    fn consecutive_failing_steps_make_one_band() {
+        let steps = [
+            step(1, 0),
+            step(2, 1),
+            step(3, 2),
+            step(4, 0),
+            step(6, 1),
+            step(7, 0),
+        ];
+        assert_eq!(danger_runs(&steps), vec![(2, 3), (6, 6)]);
+        assert_eq!(marker_label(&step(42, 1)), "step 42: 1 trace, 1 errored");
+    }
+}

@@ -1,0 +1,127 @@
+use leptos::prelude::*;
+
+use crate::ui::api::{self, ApiError};
+use crate::ui::components::status::StatusBadge;
+use crate::ui::format;
+use crate::ui::pages::traces::WorkspaceUrl;
+use crate::wire::{TraceList as List, TraceSummary};
+
+#[component]
+pub fn TraceList(
+    url: Memo<WorkspaceUrl>,
+    list: Resource<Result<List, ApiError>>,
+    go_to: Callback<WorkspaceUrl>,
+) -> impl IntoView {
+    view! {
+        <div class="pane-head"><strong class="grow">"Traces"</strong></div>
+        <Transition fallback=|| view! { <p class="loading">"Loading traces…"</p> }>
+            {move || Suspend::new(async move {
+                match list.await {
+                    Ok(first) => view! { <Rows first url/> }.into_any(),
+                    Err(e) => {
+                        let clear = WorkspaceUrl { run_id: url.get_untracked().run_id, ..Default::default() };
+                        view! {
+                            <div class="error" role="alert">
+                                <p>{e.message}</p>
+                                <button type="button" on:click=move |_| go_to.run(clear.clone())>"Clear the filters"</button>
+                            </div>
+                        }.into_any()
+                    }
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
+    let traces = RwSignal::new(first.traces);
+    let cursor = RwSignal::new(first.next_cursor);
+    let loading = RwSignal::new(false);
+    let now = format::now_us();
+    let load_more = move |_| {
+        let Some(c) = cursor.get_untracked() else {
+            return;
+        };
+        loading.set(true);
+        let u = url.get_untracked();
+        leptos::task::spawn_local(async move {
+            let query = format!("limit=50&cursor={}&{}", api::encode(&c), u.list_query());
+            match api::traces(u.run_id.clone(), query).await {
+                Ok(page) => {
+                    traces.update(|t| t.extend(page.traces));
+                    cursor.set(page.next_cursor);
+                }
+                Err(e) => leptos::logging::warn!("load more failed: {}", e.message),
+            }
+            loading.set(false);
+        });
+    };
+    view! {
+        <Show when=move || !traces.with(Vec::is_empty) fallback=move || {
+            let scoped = url.get_untracked().run_id.is_some();
+            view! {
+                <p class="empty">
+                    {if scoped { "This run has no traces matching these filters." } else { "No traces match these filters in this window." }}
+                    " Loosen the status, kind or search filters, or pick another run."
+                </p>
+            }
+        }>
+            <ul role="listbox" aria-label="Traces">
+                <For each=move || traces.get() key=|t| (t.run_id.clone(), t.trace_id.clone(), t.updated_us) let:t>
+                    <TraceRow t=t.clone() url now/>
+                </For>
+            </ul>
+        </Show>
+        <Show when=move || cursor.with(Option::is_some)>
+            <button type="button" class="load-more" on:click=load_more disabled=move || loading.get()>
+                {move || if loading.get() { "Loading…" } else { "Load more" }}
+            </button>
+        </Show>
+    }
+}
+
+#[component]
+fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView {
+    let (run_id, trace_id) = (t.run_id.clone(), t.trace_id.clone());
+    let selected = move || {
+        let u = url.get();
+        u.trace_id.as_deref() == Some(trace_id.as_str())
+            && u.run_id.as_deref() == Some(run_id.as_str())
+    };
+    let href = {
+        let u =
+            url.get_untracked()
+                .with_selection(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
+        u.href()
+    };
+    let kinds = t
+        .kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let name = if t.name.is_empty() {
+        "(root not received yet)".to_string()
+    } else {
+        t.name.clone()
+    };
+    view! {
+        <li role="option" aria-selected=move || selected().to_string() class="trace-row">
+            <a href=href>
+                <div class="line1">
+                    <StatusBadge status=t.status/>
+                    <span class="name" title=name.clone()>{name.clone()}</span>
+                </div>
+                <div class="line2">
+                    <span class="run">{t.run_name.clone()}</span>
+                    <span class="kinds">{kinds}</span>
+                    <span>{format!("{} spans", t.span_count)}</span>
+                    {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
+                    <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
+                    <span title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
+                </div>
+            </a>
+        </li>
+    }
+}

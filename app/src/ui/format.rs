@@ -1,0 +1,83 @@
+//! How numbers and times read on the page.
+
+/// A duration in microseconds, in the largest unit that keeps it short.
+pub fn duration(us: i64) -> String {
+    let us = us.max(0);
+    match us {
+        0..=999 => format!("{us} µs"),
+        1_000..=999_999 => format!("{:.1} ms", us as f64 / 1e3),
+        1_000_000..=59_999_999 => format!("{:.2} s", us as f64 / 1e6),
+        _ => {
+            let secs = us / 1_000_000;
+            if secs < 3600 {
+                format!("{}m {:02}s", secs / 60, secs % 60)
+            } else {
+                format!("{}h {:02}m", secs / 3600, (secs % 3600) / 60)
+            }
+        }
+    }
+}
+
+/// "5 min ago" for `ts_us`, seen at `now_us`.
+pub fn relative(ts_us: i64, now_us: i64) -> String {
+    let secs = (now_us - ts_us).max(0) / 1_000_000;
+    match secs {
+        0..=9 => "just now".into(),
+        10..=59 => format!("{secs} s ago"),
+        60..=3599 => format!("{} min ago", secs / 60),
+        3600..=86_399 => format!("{} h ago", secs / 3600),
+        _ => format!("{} d ago", secs / 86_400),
+    }
+}
+
+/// `2026-11-29 14:05:09 UTC`.
+pub fn timestamp(ts_us: i64) -> String {
+    let secs = ts_us.div_euclid(1_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Now, in microseconds since the epoch, on either side.
+pub fn now_us() -> i64 {
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        (js_sys::Date::now() * 1000.0) as i64
+    }
+    #[cfg(feature = "ssr")]
+    {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_dates_read_well() {
+        assert_eq!(duration(12), "12 µs");
+        assert_eq!(duration(3_400), "3.4 ms");
+        assert_eq!(duration(2_500_000), "2.50 s");
+        assert_eq!(duration(125_000_000), "2m 05s");
+        assert_eq!(timestamp(1_764_420_000_000_000), "2025-11-29 12:40:00 UTC");
+        assert_eq!(relative(0, 120_000_000), "2 min ago");
+    }
+}

@@ -1,0 +1,233 @@
+use leptos::prelude::*;
+use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
+use leptos_router::NavigateOptions;
+
+use crate::ui::api::{self, encode};
+use crate::ui::components::body::JsonTree;
+use crate::ui::components::chart::LineChart;
+use crate::ui::components::status::{RunBadge, StatusBadge};
+use crate::ui::components::timeline::Timeline;
+use crate::ui::format;
+use crate::wire::{MetricSeries, RunDetail, TraceSummary};
+
+/// `/runs/{run_id}`: the run's header, config, metric charts and, on demand, its
+/// traces on the step axis.
+#[component]
+pub fn RunDetailPage() -> impl IntoView {
+    let params = use_params_map();
+    let run_id = move || params.read().get("run_id").unwrap_or_default();
+    let run = Resource::new(run_id, api::run);
+    view! {
+        <section class="page run-detail">
+            <Suspense fallback=|| view! { <p class="loading">"Loading run…"</p> }>
+                {move || Suspend::new(async move {
+                    match run.await {
+                        Ok(detail) => view! { <RunView detail/> }.into_any(),
+                        Err(e) if e.code == "run_not_found" => view! {
+                            <p class="error" role="alert">{e.message}". " <a href="/">"Back to all runs"</a></p>
+                        }.into_any(),
+                        Err(e) => view! { <p class="error" role="alert">"Could not load the run: " {e.message}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}
+
+async fn all_series(run_id: String, keys: Vec<String>) -> Vec<MetricSeries> {
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Ok(series) = api::metric(run_id.clone(), key, 400).await {
+            out.push(series);
+        }
+    }
+    out
+}
+
+#[component]
+fn RunView(detail: RunDetail) -> impl IntoView {
+    let s = detail.summary.clone();
+    let now = format::now_us();
+    let charts = {
+        let (run_id, keys) = (s.run_id.clone(), detail.metric_keys.clone());
+        Resource::new(|| (), move |_| all_series(run_id.clone(), keys.clone()))
+    };
+    let query = use_query_map();
+    let starts_open = query.read_untracked().get("step").is_some()
+        || query.read_untracked().get("traces").is_some();
+    // The section is fetched in the browser only: a pinned step (?step=) opens it
+    // once the page has hydrated.
+    let opened = RwSignal::new(false);
+    Effect::new(move |_| {
+        if starts_open {
+            opened.set(true);
+        }
+    });
+    let config_empty = detail.config.is_null();
+    view! {
+        <header class="run-head">
+            <p class="crumbs"><a href="/">"Runs"</a>" / "<a href=format!("/?project={}", encode(&s.project))>{s.project.clone()}</a></p>
+            <h1>{s.name.clone()} " " <RunBadge status=s.status/></h1>
+            <dl class="facts">
+                <dt>"Run id"</dt><dd><code>{s.run_id.clone()}</code></dd>
+                <dt>"Started"</dt><dd title=format::timestamp(s.start_us)>{format::timestamp(s.start_us)}</dd>
+                <dt>"Duration"</dt><dd>{format::duration(s.end_us.unwrap_or(now) - s.start_us)}</dd>
+                <dt>"Traces"</dt><dd>{s.trace_count}" ("{s.error_trace_count}" failed)"</dd>
+            </dl>
+            <a class="button" href=format!("/traces?run_id={}", encode(&s.run_id))>"Open in the Traces workspace"</a>
+        </header>
+        <details class="config">
+            <summary>"Config"</summary>
+            {if config_empty {
+                view! { <p class="muted">"This run has no config."</p> }.into_any()
+            } else {
+                view! { <JsonTree value=detail.config.clone() open=true/> }.into_any()
+            }}
+        </details>
+        <section class="metrics">
+            <h2>"Metrics"</h2>
+            <Suspense fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
+                {move || Suspend::new(async move {
+                    let list = charts.await;
+                    if list.is_empty() {
+                        return view! { <p class="muted">"No metrics logged yet."</p> }.into_any();
+                    }
+                    view! {
+                        <div class="chart-grid">
+                            {list.into_iter().map(|m| view! { <LineChart label=m.key points=m.points/> }).collect_view()}
+                        </div>
+                    }.into_any()
+                })}
+            </Suspense>
+        </section>
+        <details class="traces-section" open=move || opened.get()
+            on:toggle=move |ev| {
+                let open = event_target::<leptos::web_sys::HtmlDetailsElement>(&ev).open();
+                if open != opened.get_untracked() { opened.set(open); }
+            }>
+            <summary><h2>"Traces"</h2></summary>
+            {move || opened.get().then(|| view! {
+                <TracesPanel run_id=s.run_id.clone() metric_keys=detail.metric_keys.clone()/>
+            })}
+        </details>
+    }
+}
+
+#[component]
+fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
+    let query = use_query_map();
+    let pinned =
+        Signal::derive(move || query.read().get("step").and_then(|s| s.parse::<i64>().ok()));
+    let navigate = use_navigate();
+    let base = format!("/runs/{}", encode(&run_id));
+    let on_pick = {
+        let (navigate, base) = (navigate.clone(), base.clone());
+        Callback::new(move |step: i64| {
+            navigate(
+                &format!("{base}?step={step}"),
+                NavigateOptions {
+                    scroll: false,
+                    ..Default::default()
+                },
+            )
+        })
+    };
+    let clear = {
+        let base = base.clone();
+        move |_| {
+            navigate(
+                &format!("{base}?traces=1"),
+                NavigateOptions {
+                    scroll: false,
+                    ..Default::default()
+                },
+            )
+        }
+    };
+    let steps = Resource::new(
+        {
+            let r = run_id.clone();
+            move || r.clone()
+        },
+        api::steps,
+    );
+    let traces = {
+        let run_id = run_id.clone();
+        Resource::new(
+            move || pinned.get(),
+            move |step| {
+                let query = match step {
+                    Some(s) => format!("min_step={s}&max_step={s}&limit=100"),
+                    None => "limit=100".to_string(),
+                };
+                api::traces(Some(run_id.clone()), query)
+            },
+        )
+    };
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading trace activity…"</p> }>
+            {move || {
+                let (run_id, metric_keys) = (run_id.clone(), metric_keys.clone());
+                Suspend::new(async move {
+                    match steps.await {
+                        Ok(activity) if activity.steps.is_empty() => view! {
+                            <p class="muted">{format!("{} traces, none with a step: the lane is hidden.", activity.totals.traces)}</p>
+                        }.into_any(),
+                        Ok(activity) => view! { <Timeline run_id activity metric_keys pinned on_pick/> }.into_any(),
+                        Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                    }
+                })
+            }}
+        </Suspense>
+        {move || pinned.get().map(|step| view! {
+            <p class="chips">
+                <button class="chip" on:click=clear.clone() aria-label=format!("Clear step {step}")>
+                    {format!("step {step}")} " ×"
+                </button>
+            </p>
+        })}
+        <Suspense fallback=|| view! { <p class="loading">"Loading traces…"</p> }>
+            {move || Suspend::new(async move {
+                match traces.await {
+                    Ok(list) if list.traces.is_empty() => view! {
+                        <p class="empty">"No traces here yet."</p>
+                    }.into_any(),
+                    Ok(list) => view! { <RunTraceList traces=list.traces/> }.into_any(),
+                    Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RunTraceList(traces: Vec<TraceSummary>) -> impl IntoView {
+    let now = format::now_us();
+    view! {
+        <ul class="run-traces" aria-label="Traces of this run">
+            {traces.into_iter().map(|t| {
+                let href = format!(
+                    "/traces?run_id={}&trace_id={}{}",
+                    encode(&t.run_id),
+                    encode(&t.trace_id),
+                    t.root_span_id.as_ref().map(|r| format!("&span_id={}", encode(r))).unwrap_or_default()
+                );
+                let kinds = t.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" · ");
+                view! {
+                    <li>
+                        <a href=href>
+                            <StatusBadge status=t.status/>
+                            <span class="name">{if t.name.is_empty() { "(root not received yet)".to_string() } else { t.name.clone() }}</span>
+                            {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
+                            <span class="kinds">{kinds}</span>
+                            <span class="spans">{format!("{} spans", t.span_count)}</span>
+                            {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
+                            <span class="duration">{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
+                            <span class="updated" title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
+                        </a>
+                    </li>
+                }
+            }).collect_view()}
+        </ul>
+    }
+}

@@ -1,0 +1,75 @@
+import { test, expect, createRun, sendEvents } from "./fixtures";
+
+const RUN = "e2e-timeline";
+const BIG = "e2e-3000-steps";
+
+function rollout(trace: string, step: number | null, status: string) {
+  const open: Record<string, unknown> = { op: "open", trace_id: trace, span_id: "root", name: `rollout ${trace}`, kind: "rollout", ts: 100 };
+  if (step !== null) open.step = step;
+  return [open, { op: "close", trace_id: trace, span_id: "root", status, ts: 200 }];
+}
+
+test.beforeAll(async ({ request }) => {
+  await createRun(request, RUN, "timeline-e2e", "ppo-timeline");
+  // Steps 0..9, two traces each; steps 4 and 5 fail; three traces have no step.
+  const events: object[] = [];
+  for (let step = 0; step < 10; step++) {
+    for (const k of [0, 1]) {
+      const failing = (step === 4 || step === 5) && k === 0;
+      events.push(...rollout(`s${step}-${k}`, step, failing ? "error" : "ok"));
+    }
+  }
+  for (const k of [0, 1, 2]) events.push(...rollout(`free-${k}`, null, "ok"));
+  await sendEvents(request, RUN, events);
+  const points = Array.from({ length: 10 }, (_, step) => ({ key: "train/episode_return", step, value: step === 4 || step === 5 ? 2 : 10 + step }));
+  const m = await request.post(`/api/runs/${RUN}/metrics`, { data: { points } });
+  expect(m.ok()).toBeTruthy();
+
+  await createRun(request, BIG, "timeline-e2e", "long-run");
+  const many: object[] = [];
+  for (let step = 0; step < 3000; step++) many.push(...rollout(`t${step}`, step, "ok"));
+  await sendEvents(request, BIG, many);
+});
+
+test("opening Traces draws one marker per step with the run's totals", async ({ page }) => {
+  await page.goto(`/runs/${RUN}`);
+  await expect(page.getByRole("heading", { name: /ppo-timeline/ })).toBeVisible();
+  await expect(page.getByRole("figure").first()).toBeVisible();
+  await page.getByRole("heading", { name: "Traces", exact: true }).click();
+  const lane = page.getByRole("group", { name: "Trace activity per step" });
+  await expect(lane.getByRole("button")).toHaveCount(10);
+  await expect(lane.getByRole("button", { name: "step 4: 2 traces, 1 errored" })).toBeVisible();
+  const head = page.locator(".timeline-head");
+  await expect(head).toContainText("23 traces");
+  await expect(head).toContainText("2 errored");
+  await expect(head).toContainText("3 without a step");
+  await expect(head).toContainText("steps 0–9");
+  await expect(page.locator(".danger-band")).toHaveCount(1);
+});
+
+test("clicking a step pins the list to it, and the chip clears it", async ({ page }) => {
+  await page.goto(`/runs/${RUN}`);
+  await page.getByRole("heading", { name: "Traces", exact: true }).click();
+  const list = page.getByRole("list", { name: "Traces of this run" });
+  await expect(list.getByRole("listitem")).toHaveCount(23);
+  await page.getByRole("button", { name: /^step 7:/ }).click();
+  await expect(page).toHaveURL(/step=7/);
+  await expect(list.getByRole("listitem")).toHaveCount(2);
+  await expect(list).toContainText("rollout s7-0");
+  await page.getByRole("button", { name: "Clear step 7" }).click();
+  await expect(list.getByRole("listitem")).toHaveCount(23);
+});
+
+test("a trace row opens the workspace with its root selected", async ({ page }) => {
+  await page.goto(`/runs/${RUN}?step=4`);
+  await page.getByRole("link", { name: /rollout s4-0/ }).click();
+  await expect(page).toHaveURL(/\/traces\?run_id=e2e-timeline&trace_id=s4-0&span_id=root/);
+  await expect(page.getByRole("treeitem", { name: /rollout s4-0/ })).toHaveAttribute("aria-selected", "true");
+});
+
+test("a run with 3,000 steps says the lane is truncated", async ({ page }) => {
+  await page.goto(`/runs/${BIG}`);
+  await page.getByRole("heading", { name: "Traces", exact: true }).click();
+  await expect(page.getByRole("note")).toContainText("first 2000 distinct steps");
+  await expect(page.getByRole("group", { name: "Trace activity per step" }).getByRole("button")).toHaveCount(2000);
+});

@@ -1,0 +1,128 @@
+import { test, expect, createRun, sendEvents } from "./fixtures";
+
+const RUN = "e2e-ws";
+const open = (trace: string, span: string, parent: string | null, name: string, kind: string, ts: number, extra: object = {}) =>
+  ({ op: "open", trace_id: trace, span_id: span, parent_span_id: parent, name, kind, ts, ...extra });
+const close = (trace: string, span: string, status: string, ts: number, extra: object = {}) =>
+  ({ op: "close", trace_id: trace, span_id: span, status, ts, ...extra });
+
+test.beforeAll(async ({ request }) => {
+  await createRun(request, RUN, "workspace-e2e", "agent-eval");
+  const chain = ["root", "lvl1", "lvl2", "lvl3", "lvl4", "lvl5"];
+  const deep = chain.flatMap((span, i) => [
+    open("deep", span, i === 0 ? null : chain[i - 1], `step ${span}`, i === 0 ? "agent" : "iteration", 1000 + i,
+      i === 0 ? { input: { task: "sum the list" } } : {}),
+  ]);
+  deep.push(
+    open("deep", "chat", "lvl5", "llm call", "model", 1010, {
+      input: { messages: [{ role: "system", content: "be brief" }, { role: "user", content: "<b>2+2?</b>" }] },
+    }),
+    close("deep", "chat", "ok", 1020, { output: { role: "assistant", content: "4" }, token_count: 7 }),
+    ...chain.slice().reverse().map((span, i) => close("deep", span, "ok", 1100 + i)),
+  );
+  await sendEvents(request, RUN, deep);
+  const many = [open("wide", "root", null, "wide rollout", "rollout", 1)];
+  for (let i = 0; i < 30; i++) many.push(open("wide", `child${i}`, "root", `env step ${i}`, "env_step", 10 + i));
+  many.push(close("wide", "child3", "error", 50, { error: { type: "EnvError", message: "reset failed" } }));
+  many.push(close("wide", "root", "error", 60));
+  await sendEvents(request, RUN, many);
+});
+
+test("a deep link server-renders and reopens a span five levels deep", async ({ page, request }) => {
+  const url = `/traces?run_id=${RUN}&trace_id=deep&span_id=lvl5`;
+  // The selection is in the server's HTML, before any script runs.
+  const html = await (await request.get(url)).text();
+  expect(html).toMatch(/id="node-lvl5"[^>]*aria-selected="true"/);
+  await page.goto(url);
+  const tree = page.getByRole("tree");
+  const row = tree.getByRole("treeitem", { name: /step lvl5/ });
+  await expect(row).toHaveAttribute("aria-selected", "true");
+  await expect(row).toHaveAttribute("aria-level", "6");
+  await expect(tree.locator('[aria-selected="true"]')).toHaveCount(1);
+  const inspector = page.getByRole("complementary", { name: "Span inspector" });
+  await expect(inspector.getByText("lvl5", { exact: true })).toBeVisible();
+});
+
+test("expanding a node fetches and shows its children", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
+  const tree = page.getByRole("tree");
+  const root = tree.getByRole("treeitem", { name: /wide rollout/ });
+  await expect(root).toHaveAttribute("aria-expanded", "false");
+  const children = page.waitForRequest((r) => r.url().includes("parent_span_id=root"));
+  await root.locator("button.toggle").click();
+  await children;
+  await expect(root).toHaveAttribute("aria-expanded", "true");
+  await expect(tree.getByRole("treeitem", { name: /env step 29/ })).toBeVisible();
+  await expect(tree.getByRole("treeitem", { name: /env step 3$|env step 3 / }).first()).toBeVisible();
+});
+
+test("the keyboard moves, expands and selects", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
+  const tree = page.getByRole("tree");
+  await tree.focus();
+  await page.keyboard.press("ArrowRight");
+  await expect(tree.getByRole("treeitem", { name: /env step 0/ })).toBeVisible();
+  await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/span_id=child0/);
+  await expect(tree.getByRole("treeitem", { name: /env step 0/ })).toHaveAttribute("aria-selected", "true");
+});
+
+test("a model span's messages read as a transcript, as text", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=chat`);
+  const inspector = page.getByRole("complementary", { name: "Span inspector" });
+  // Two messages in, the assistant's reply out.
+  await expect(inspector.locator(".transcript li")).toHaveCount(3);
+  // Markup a user sent is shown, not interpreted.
+  await expect(inspector.getByText("<b>2+2?</b>")).toBeVisible();
+  await expect(inspector.locator(".transcript b")).toHaveCount(0);
+});
+
+test("filters narrow the list", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("listbox", { name: "Traces" });
+  await expect(list.getByRole("option")).toHaveCount(2);
+  await page.getByText("Status: any").click();
+  await page.getByRole("checkbox", { name: "failed" }).check();
+  await expect(page).toHaveURL(/status=error/);
+  await expect(list.getByRole("option")).toHaveCount(1);
+  await expect(list.getByRole("option").first()).toContainText("wide rollout");
+});
+
+test("a search of nine terms says so", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  await page.getByLabel("Search").fill("a b c d e f g h i");
+  await expect(page.getByText("9 terms: at most 8 are allowed")).toBeVisible();
+  await expect(page.getByRole("button", { name: "Search" })).toBeDisabled();
+});
+
+test("a missing span is reported and nothing is selected", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=nope`);
+  await expect(page.getByRole("alert")).toHaveText("span nope not found in trace deep");
+  await expect(page.locator('[role="treeitem"][aria-selected="true"]')).toHaveCount(0);
+  await page.goto(`/traces?run_id=${RUN}&trace_id=ghost&span_id=root`);
+  await expect(page.getByRole("alert").first()).toContainText("trace ghost not found");
+});
+
+test("copy buttons put the ids on the clipboard", async ({ page, context }) => {
+  await context.grantPermissions(["clipboard-read", "clipboard-write"]);
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=lvl3`);
+  await page.getByRole("button", { name: "Copy span id" }).click();
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe("lvl3");
+  await page.getByRole("button", { name: "Copy trace id" }).click();
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe("deep");
+  await page.getByRole("button", { name: "Copy link" }).click();
+  await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toContain("span_id=lvl3");
+});
+
+test("back and forward restore the selection", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=lvl2`);
+  const tree = page.getByRole("tree");
+  await tree.getByRole("treeitem", { name: /step lvl1/ }).click();
+  await expect(page).toHaveURL(/span_id=lvl1/);
+  await page.goBack();
+  await expect(page).toHaveURL(/span_id=lvl2/);
+  await expect(tree.getByRole("treeitem", { name: /step lvl2/ })).toHaveAttribute("aria-selected", "true");
+  await page.goForward();
+  await expect(tree.getByRole("treeitem", { name: /step lvl1/ })).toHaveAttribute("aria-selected", "true");
+});

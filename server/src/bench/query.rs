@@ -1,0 +1,276 @@
+//! `treeline bench query`: read latency at scale. Builds (once, then reuses) a store of
+//! 1,000,000 traces and 10,000,000 spans through the real write path, then times the
+//! hot reads through the API router in-process: server-side figures, no network.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::http::Request;
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use treeline_app::wire::{parse_event, RunUpsert};
+
+use crate::http::{self, AppState};
+use crate::store::{self, Store};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct QueryArgs {
+    /// Where the benchmark store is kept between runs.
+    #[arg(long, default_value = "./bench-data")]
+    pub data_dir: PathBuf,
+    /// Use this database instead (sqlite:… or postgres://…).
+    #[arg(long)]
+    pub database_url: Option<String>,
+    /// Traces to build (10 spans each, plus the 100,000-span trace).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub traces: usize,
+    /// Timed requests per query.
+    #[arg(long, default_value_t = 200)]
+    pub samples: usize,
+}
+
+const RUNS: usize = 100;
+const PROJECT: &str = "bench-query";
+const BIG_TRACE: &str = "big-trace-100k";
+const KINDS: [&str; 9] = [
+    "model",
+    "tool",
+    "env_step",
+    "reward",
+    "model",
+    "tool",
+    "thought",
+    "retrieval",
+    "env_step",
+];
+
+fn run_id(i: usize) -> String {
+    format!("bench-q-{i:03}")
+}
+
+/// The events of ordinary trace `n`: a root and nine children.
+fn trace_events(n: usize, out: &mut Vec<Value>) {
+    let trace_id = format!("{n:032x}");
+    let ts = 1_000_000 + n as i64 * 1_000;
+    let (root_name, root_kind) = if n % 4 == 3 {
+        (format!("eval.task{}", n % 97), "evaluator")
+    } else {
+        (format!("rollout.step{}.g{}", n % 5_000, n % 8), "rollout")
+    };
+    let step = if n.is_multiple_of(RUNS) {
+        (n / RUNS / 2) % 5_000
+    } else {
+        (n / RUNS) % 5_000
+    };
+    out.push(json!({"op": "open", "trace_id": trace_id, "span_id": "r", "name": root_name, "kind": root_kind, "ts": ts,
+        "step": step, "thread_id": format!("worker-{}", n % 16), "attributes": {"rollout_id": format!("ep-{n}")}}));
+    for (c, kind) in KINDS.iter().enumerate() {
+        out.push(json!({"op": "open", "trace_id": trace_id, "span_id": format!("c{c}"), "parent_span_id": "r",
+            "name": format!("{kind} {c}"), "kind": kind, "ts": ts + 10 + c as i64}));
+        let status = if (n + c) % 100 == 7 { "error" } else { "ok" };
+        out.push(json!({"op": "close", "trace_id": trace_id, "span_id": format!("c{c}"), "status": status, "ts": ts + 50 + c as i64, "token_count": 12}));
+    }
+    let status = if n % 33 == 5 { "error" } else { "ok" };
+    out.push(json!({"op": "close", "trace_id": trace_id, "span_id": "r", "status": status, "ts": ts + 100}));
+}
+
+async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Result<(), String> {
+    let parsed = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| parse_event(e).map(|(ev, _)| (i, ev)).map_err(|e| e.message))
+        .collect::<Result<Vec<_>, _>>()?;
+    store
+        .write_events(run, parsed, now)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+async fn build(store: &dyn Store, traces: usize) -> Result<(), String> {
+    let now = crate::http::now_us();
+    for r in 0..RUNS {
+        let run = RunUpsert {
+            project: PROJECT.into(),
+            name: Some(format!("run {r}")),
+            ..Default::default()
+        };
+        store
+            .upsert_run(&run_id(r), &run, now)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    // Traces go round-robin over the runs; run 0 gets two per step over 5,000 steps.
+    let per_batch = 500;
+    let started = Instant::now();
+    let mut by_run: Vec<Vec<Value>> = vec![Vec::new(); RUNS];
+    let span = Duration::from_secs(3 * 24 * 3600).as_micros() as i64;
+    for n in 0..traces {
+        let r = n % RUNS;
+        trace_events(n, &mut by_run[r]);
+        if by_run[r].len() >= per_batch * 20 {
+            let at = now - span + (n as i64 * span / traces as i64);
+            write(store, &run_id(r), &by_run[r], at).await?;
+            by_run[r].clear();
+        }
+        if n % 20_000 == 0 && n > 0 {
+            let rate = n as f64 / started.elapsed().as_secs_f64();
+            eprint!(
+                "\rbuilding: {n} / {traces} traces ({rate:.0} traces/s, ~{:.0} s left)   ",
+                (traces - n) as f64 / rate
+            );
+        }
+    }
+    for (r, events) in by_run.iter().enumerate() {
+        if !events.is_empty() {
+            write(store, &run_id(r), events, now).await?;
+        }
+    }
+    // The 100,000-span trace: a root, 1,000 agents, 99 tool calls under each.
+    let run = run_id(1);
+    let mut events = vec![
+        json!({"op": "open", "trace_id": BIG_TRACE, "span_id": "root", "name": "long agent session", "kind": "session", "ts": 1}),
+    ];
+    for a in 0..1_000 {
+        events.push(json!({"op": "open", "trace_id": BIG_TRACE, "span_id": format!("a{a}"), "parent_span_id": "root", "name": format!("agent {a}"), "kind": "agent", "ts": 10 + a}));
+        for t in 0..99 {
+            events.push(json!({"op": "open", "trace_id": BIG_TRACE, "span_id": format!("a{a}t{t}"), "parent_span_id": format!("a{a}"), "name": format!("tool {t}"), "kind": "tool", "ts": 100_000 + a * 100 + t}));
+        }
+        if events.len() >= 9_000 {
+            write(store, &run, &events, now).await?;
+            events.clear();
+        }
+    }
+    write(store, &run, &events, now).await?;
+    eprintln!(
+        "\rbuilt {traces} traces and {} spans in {:.0} s                    ",
+        traces * 10 + 100_000,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn time_get(api: &Router, path: &str) -> Result<Duration, String> {
+    let request = Request::get(path)
+        .body(Body::empty())
+        .map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let response = api
+        .clone()
+        .oneshot(request)
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let elapsed = started.elapsed();
+    if !status.is_success() {
+        return Err(format!(
+            "{path}: {status}: {}",
+            String::from_utf8_lossy(&body)
+        ));
+    }
+    Ok(elapsed)
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+pub async fn query(args: QueryArgs) -> Result<(), String> {
+    let url = match &args.database_url {
+        Some(u) => u.clone(),
+        None => {
+            std::fs::create_dir_all(&args.data_dir).map_err(|e| e.to_string())?;
+            format!("sqlite:{}", args.data_dir.join("query.db").display())
+        }
+    };
+    let store = store::open(&url)
+        .await
+        .map_err(|e| format!("cannot open {url}: {e}"))?;
+    let have = store.get_run(&run_id(1)).await.map_err(|e| e.to_string())?;
+    let built = store
+        .get_trace(&run_id(1), BIG_TRACE)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_some();
+    if have.is_none() || !built {
+        println!("building the benchmark store at {url} (once; reused afterwards)");
+        build(store.as_ref(), args.traces).await?;
+    } else {
+        println!("reusing the benchmark store at {url}");
+    }
+    let api = http::router(AppState::new(store));
+    let samples = args.samples.max(10);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    type Case = (&'static str, Box<dyn FnMut() -> String>);
+    let cases: Vec<Case> = vec![
+        (
+            "run-scoped list, status=error + kind=tool",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?status=error&kind=tool&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "project search, 2 terms",
+            Box::new(move || {
+                format!(
+                    "/traces?project={PROJECT}&q=rollout+step{}&limit=50",
+                    next() % 500
+                )
+            }),
+        ),
+        (
+            "children of a span in the 100,000-span trace",
+            Box::new(move || {
+                let parent = if next() % 2 == 0 {
+                    "root".to_string()
+                } else {
+                    format!("a{}", next() % 1_000)
+                };
+                format!(
+                    "/runs/{}/traces/{BIG_TRACE}/spans?parent_span_id={parent}&limit=200",
+                    run_id(1)
+                )
+            }),
+        ),
+        (
+            "per-step activity (5,000 steps)",
+            Box::new(|| format!("/runs/{}/traces/steps", run_id(0))),
+        ),
+    ];
+    println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");
+    for (name, mut path) in cases {
+        for _ in 0..5 {
+            time_get(&api, &path()).await?; // warm the caches
+        }
+        let mut times = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            times.push(time_get(&api, &path()).await?);
+        }
+        times.sort();
+        println!(
+            "{name:<48} {:>9.2} {:>9.2}",
+            pct(&times, 0.50),
+            pct(&times, 0.95)
+        );
+    }
+    Ok(())
+}

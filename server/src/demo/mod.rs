@@ -1,0 +1,374 @@
+//! Demo data: a PPO run, a GRPO agent run, a live run and an interrupted one, loaded
+//! through the public ingest API so a newcomer lands on something real.
+//!
+//! Ids, names and content are fixed (seeded); only timestamps follow the clock, so the
+//! runs fall inside the dashboard's default window whenever they are loaded.
+
+mod agent;
+mod command;
+mod long;
+mod rl;
+mod rng;
+mod text;
+mod trace;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use treeline_app::wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
+use treeline_client::Client;
+
+pub use command::{run_command, spawn_api_server, DemoArgs};
+
+pub const PPO_RUN: &str = rl::PPO_RUN;
+pub const GRPO_RUN: &str = agent::GRPO_RUN;
+pub const LIVE_RUN: &str = agent::LIVE_RUN;
+pub const INTERRUPTED_RUN: &str = rl::INTERRUPTED_RUN;
+/// The PPO steps whose rollouts fail, while the episode return dips.
+pub const PPO_INCIDENT: (i64, i64) = rl::INCIDENT;
+
+/// Sizes of the demo's large objects.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Spans in the long-horizon agent trace.
+    pub big_trace_spans: u64,
+    /// Children of the one very wide node.
+    pub wide_children: u64,
+    /// Events per request.
+    pub batch: usize,
+}
+
+impl Options {
+    pub fn full() -> Options {
+        Options {
+            big_trace_spans: 100_000,
+            wide_children: 10_000,
+            batch: 4_000,
+        }
+    }
+
+    /// The big trace scaled down, for tests; everything else as in [`Options::full`].
+    pub fn small() -> Options {
+        Options {
+            big_trace_spans: 5_000,
+            ..Options::full()
+        }
+    }
+}
+
+/// What was loaded, with the ids of the objects worth opening first.
+#[derive(Clone, Debug)]
+pub struct DemoSummary {
+    pub runs: Vec<RunLoaded>,
+    pub events: usize,
+    pub spans: u64,
+    pub elapsed: Duration,
+    /// (run, trace) of the long-horizon trace.
+    pub big_trace: (String, String),
+    /// (run, trace, span) of the node with `wide_children` children.
+    pub wide_node: (String, String, String),
+}
+
+#[derive(Clone, Debug)]
+pub struct RunLoaded {
+    pub run_id: String,
+    pub project: String,
+    pub traces: usize,
+    /// Traces with a span that ended in error.
+    pub errored_traces: usize,
+    pub spans: u64,
+}
+
+/// Timestamps derive from `base`; nothing else depends on the clock.
+#[derive(Clone, Debug)]
+pub(crate) struct Ctx {
+    /// The hour two days before the load: every run fits between it and now.
+    pub base: i64,
+    pub options: Options,
+}
+
+impl Ctx {
+    pub fn new(now_us: i64, options: &Options) -> Ctx {
+        Ctx {
+            base: now_us / trace::HOUR * trace::HOUR - 48 * trace::HOUR,
+            options: options.clone(),
+        }
+    }
+}
+
+/// A run's span events, produced a chunk (a trace, or part of a big one) at a time so
+/// the 100,000-span trace never sits in memory whole.
+pub(crate) type Chunks = Box<dyn Iterator<Item = Vec<Value>> + Send>;
+
+pub(crate) struct RunPlan {
+    pub run_id: &'static str,
+    pub upsert: RunUpsert,
+    pub metrics: Vec<MetricPoint>,
+    /// Called twice: once to count the events for the progress bar, once to send them.
+    pub events: Box<dyn Fn() -> Chunks + Send + Sync>,
+    /// None leaves the run running.
+    pub finish: Option<RunFinish>,
+}
+
+/// The runs in load order: the small ones first, so the dashboard has something to
+/// show while the big trace is still arriving.
+pub(crate) fn plan(ctx: &Ctx) -> Vec<RunPlan> {
+    vec![
+        rl::ppo(ctx),
+        rl::interrupted(ctx),
+        agent::live(ctx),
+        agent::grpo(ctx),
+    ]
+}
+
+#[derive(Default)]
+struct Counts {
+    events: usize,
+    traces: usize,
+    errored_traces: usize,
+    spans: u64,
+}
+
+fn count(chunks: Chunks) -> Counts {
+    let mut c = Counts::default();
+    let mut errored = std::collections::HashSet::new();
+    for chunk in chunks {
+        c.events += chunk.len();
+        for e in &chunk {
+            if e["op"] == "open" {
+                c.spans += 1;
+                c.traces += usize::from(e["parent_span_id"].is_null());
+            } else if e["status"] == "error" {
+                errored.insert(e["trace_id"].as_str().unwrap_or_default().to_string());
+            }
+        }
+    }
+    c.errored_traces = errored.len();
+    c
+}
+
+/// Loads the demo through `client`, calling `progress(sent, total)` as batches are
+/// acknowledged (metric points and span events both count).
+pub async fn load(
+    client: &Client,
+    options: &Options,
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<DemoSummary, String> {
+    let started = Instant::now();
+    let ctx = Ctx::new(crate::http::now_us(), options);
+    let plans = plan(&ctx);
+    let counts: Vec<Counts> = plans.iter().map(|p| count((p.events)())).collect();
+    let total: usize = plans
+        .iter()
+        .zip(&counts)
+        .map(|(p, c)| p.metrics.len() + c.events)
+        .sum();
+    let batch = options.batch.clamp(1, 10_000);
+    let mut sent = 0;
+    progress(sent, total);
+    let mut runs = Vec::new();
+    for (plan, counts) in plans.iter().zip(&counts) {
+        let run_id = plan.run_id;
+        client
+            .put_run(run_id, &plan.upsert)
+            .await
+            .map_err(|e| format!("cannot create run {run_id}: {e}"))?;
+        for points in plan.metrics.chunks(batch) {
+            let reply = client
+                .send_metrics(run_id, points)
+                .await
+                .map_err(|e| format!("cannot send metrics of {run_id}: {e}"))?;
+            check(run_id, &reply)?;
+            sent += points.len();
+            progress(sent, total);
+        }
+        let mut pending: Vec<Value> = Vec::with_capacity(batch * 2);
+        for chunk in (plan.events)() {
+            pending.extend(chunk);
+            while pending.len() >= batch {
+                let rest = pending.split_off(batch);
+                send(client, run_id, &pending).await?;
+                sent += pending.len();
+                progress(sent, total);
+                pending = rest;
+            }
+        }
+        if !pending.is_empty() {
+            send(client, run_id, &pending).await?;
+            sent += pending.len();
+            progress(sent, total);
+        }
+        if let Some(finish) = &plan.finish {
+            client
+                .finish_run(run_id, finish)
+                .await
+                .map_err(|e| format!("cannot finish run {run_id}: {e}"))?;
+        }
+        runs.push(RunLoaded {
+            run_id: run_id.to_string(),
+            project: plan.upsert.project.clone(),
+            traces: counts.traces,
+            errored_traces: counts.errored_traces,
+            spans: counts.spans,
+        });
+    }
+    Ok(DemoSummary {
+        events: total,
+        spans: runs.iter().map(|r| r.spans).sum(),
+        runs,
+        elapsed: started.elapsed(),
+        big_trace: (GRPO_RUN.into(), long::big_trace_id()),
+        wide_node: (GRPO_RUN.into(), long::wide_trace_id(), long::wide_node_id()),
+    })
+}
+
+async fn send(client: &Client, run_id: &str, events: &[Value]) -> Result<(), String> {
+    let reply = client
+        .send_events(run_id, events)
+        .await
+        .map_err(|e| format!("cannot send events of {run_id}: {e}"))?;
+    check(run_id, &reply)
+}
+
+/// A rejected demo event is a bug in the demo: stop and say which.
+fn check(run_id: &str, reply: &BatchResponse) -> Result<(), String> {
+    match reply.rejected.first() {
+        None => Ok(()),
+        Some(r) => Err(format!(
+            "the server rejected {} demo items of {run_id}; the first: {}: {}",
+            reply.rejected.len(),
+            r.code,
+            r.message
+        )),
+    }
+}
+
+/// A progress bar on stderr, redrawn in place.
+pub fn stderr_bar() -> impl FnMut(usize, usize) + Send {
+    move |sent, total| {
+        let total = total.max(1);
+        let filled = 30 * sent.min(total) / total;
+        eprint!(
+            "\rloading demo [{}{}] {sent}/{total} events ({}%)",
+            "#".repeat(filled),
+            ".".repeat(30 - filled),
+            100 * sent / total
+        );
+        if sent >= total {
+            eprintln!();
+        }
+    }
+}
+
+/// Progress as log lines, one per tenth, for a server that loads the demo into itself.
+pub fn log_progress() -> impl FnMut(usize, usize) + Send {
+    let mut next = 0;
+    move |sent, total| {
+        let percent = 100 * sent / total.max(1);
+        if percent >= next {
+            tracing::info!("demo: {sent}/{total} events loaded ({percent}%)");
+            next = (percent / 10 + 1) * 10;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(options: &Options) -> Vec<(&'static str, Vec<Value>)> {
+        let ctx = Ctx::new(1_800_000_000_000_000, options);
+        plan(&ctx)
+            .into_iter()
+            .map(|p| (p.run_id, (p.events)().flatten().collect()))
+            .collect()
+    }
+
+    #[test]
+    fn every_event_is_valid_and_spans_are_unique() {
+        for (run, events) in events(&Options::small()) {
+            let mut seen = std::collections::HashSet::new();
+            for (i, e) in events.iter().enumerate() {
+                let parsed = treeline_app::wire::parse_event(e);
+                assert!(parsed.is_ok(), "{run} event {i} invalid: {parsed:?}: {e}");
+                if let Ok((_, warnings)) = parsed {
+                    assert!(warnings.is_empty(), "{run} event {i}: {warnings:?}");
+                }
+                let key = (
+                    e["op"].to_string(),
+                    e["trace_id"].to_string(),
+                    e["span_id"].to_string(),
+                );
+                assert!(seen.insert(key), "{run} event {i} repeats a span: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_data_is_the_same_on_every_load_but_for_the_clock() {
+        let strip = |mut e: Value| {
+            if let Some(o) = e.as_object_mut() {
+                o.remove("ts");
+            }
+            e
+        };
+        let a = Ctx::new(1_800_000_000_000_000, &Options::small());
+        let b = Ctx::new(1_800_100_000_000_000, &Options::small());
+        assert_ne!(a.base, b.base);
+        for (pa, pb) in plan(&a).into_iter().zip(plan(&b)) {
+            let ea: Vec<Value> = (pa.events)().flatten().map(strip).collect();
+            let eb: Vec<Value> = (pb.events)().flatten().map(strip).collect();
+            assert_eq!(ea, eb, "{}", pa.run_id);
+        }
+    }
+
+    #[test]
+    fn every_span_falls_inside_its_run_and_before_the_load() {
+        let now = 1_800_000_123_000_000;
+        let ctx = Ctx::new(now, &Options::full());
+        for plan in plan(&ctx) {
+            let start = plan.upsert.start_us.expect("start");
+            let end = plan.finish.as_ref().and_then(|f| f.end_us).unwrap_or(now);
+            assert!(end <= now && start >= ctx.base, "{}", plan.run_id);
+            let ts = (plan.events)()
+                .flatten()
+                .map(|e| e["ts"].as_i64().unwrap_or(-1))
+                .chain(plan.metrics.iter().filter_map(|p| p.ts));
+            for t in ts {
+                assert!(
+                    (start..=end).contains(&t),
+                    "{}: {t} outside {start}..={end}",
+                    plan.run_id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_big_trace_and_the_wide_node_have_their_sizes() {
+        let options = Options {
+            big_trace_spans: 3_333,
+            wide_children: 1_234,
+            batch: 100,
+        };
+        let all = events(&options);
+        let grpo = &all
+            .iter()
+            .find(|(r, _)| *r == GRPO_RUN)
+            .expect("grpo run")
+            .1;
+        let big = long::big_trace_id();
+        let opens = |trace: &str| {
+            grpo.iter()
+                .filter(|e| e["op"] == "open" && e["trace_id"] == trace)
+                .count()
+        };
+        assert_eq!(opens(&big), 3_333);
+        let wide_node = long::wide_node_id();
+        let children = grpo
+            .iter()
+            .filter(|e| e["op"] == "open" && e["parent_span_id"] == wide_node.as_str())
+            .count();
+        assert_eq!(children, 1_234);
+    }
+}
