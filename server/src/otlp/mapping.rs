@@ -55,18 +55,36 @@ pub fn span_events(span: &Span, now_us: i64) -> SpanEvents {
         .map(|l| json!({"trace_id": hex(&l.trace_id), "span_id": hex(&l.span_id)}))
         .collect();
 
-    let open = json!({
-        "op": "open", "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
-        "name": name, "kind": kind.as_str(), "ts": start, "step": step,
-        "attributes": attrs, "input": input,
-    });
-    let close = json!({
-        "op": "close", "trace_id": trace_id, "span_id": span_id, "ts": end,
-        "status": if failed { "error" } else { "ok" },
-        "output": output,
-        "error": if failed { error_body(span) } else { None },
-        "links": links, "token_count": token_count,
-    });
+    // Built field by field: `json!` would serialize (copy) the attributes and bodies.
+    let mut open = Map::new();
+    open.insert("op".into(), json!("open"));
+    open.insert("trace_id".into(), Value::String(trace_id.clone()));
+    open.insert("span_id".into(), Value::String(span_id.clone()));
+    open.insert(
+        "parent_span_id".into(),
+        parent.map_or(Value::Null, Value::String),
+    );
+    open.insert("name".into(), Value::String(name));
+    open.insert("kind".into(), json!(kind.as_str()));
+    open.insert("ts".into(), json!(start));
+    open.insert("step".into(), step.map_or(Value::Null, Value::from));
+    open.insert("attributes".into(), Value::Object(attrs));
+    open.insert("input".into(), input.unwrap_or(Value::Null));
+    let mut close = Map::new();
+    close.insert("op".into(), json!("close"));
+    close.insert("trace_id".into(), Value::String(trace_id));
+    close.insert("span_id".into(), Value::String(span_id));
+    close.insert("ts".into(), json!(end));
+    close.insert("status".into(), json!(if failed { "error" } else { "ok" }));
+    close.insert("output".into(), output.unwrap_or(Value::Null));
+    let error = if failed { error_body(span) } else { None };
+    close.insert("error".into(), error.unwrap_or(Value::Null));
+    close.insert("links".into(), Value::Array(links));
+    close.insert(
+        "token_count".into(),
+        token_count.map_or(Value::Null, Value::from),
+    );
+    let (open, close) = (Value::Object(open), Value::Object(close));
     SpanEvents { open, close, notes }
 }
 

@@ -48,10 +48,10 @@ async fn all_series(run_id: String, keys: Vec<String>) -> Vec<MetricSeries> {
 fn RunView(detail: RunDetail) -> impl IntoView {
     let s = detail.summary.clone();
     let now = format::now_us();
-    let charts = {
-        let (run_id, keys) = (s.run_id.clone(), detail.metric_keys.clone());
-        Resource::new(|| (), move |_| all_series(run_id.clone(), keys.clone()))
-    };
+    // Charts are drawn in the browser only: server-rendered SVG charts tripped
+    // hydration when a run had several of them.
+    let mounted = RwSignal::new(false);
+    Effect::new(move |_| mounted.set(true));
     let query = use_query_map();
     let starts_open = query.read_untracked().get("step").is_some()
         || query.read_untracked().get("traces").is_some();
@@ -86,19 +86,14 @@ fn RunView(detail: RunDetail) -> impl IntoView {
         </details>
         <section class="metrics">
             <h2>"Metrics"</h2>
-            <Suspense fallback=|| view! { <p class="loading">"Loading charts…"</p> }>
-                {move || Suspend::new(async move {
-                    let list = charts.await;
-                    if list.is_empty() {
-                        return view! { <p class="muted">"No metrics logged yet."</p> }.into_any();
-                    }
-                    view! {
-                        <div class="chart-grid">
-                            {list.into_iter().map(|m| view! { <LineChart label=m.key points=m.points/> }).collect_view()}
-                        </div>
-                    }.into_any()
-                })}
-            </Suspense>
+            {
+                let (run_id, keys) = (s.run_id.clone(), detail.metric_keys.clone());
+                move || if mounted.get() {
+                    view! { <MetricCharts run_id=run_id.clone() keys=keys.clone()/> }.into_any()
+                } else {
+                    view! { <p class="loading">"Loading charts…"</p> }.into_any()
+                }
+            }
         </section>
         <details class="traces-section" open=move || opened.get()
             on:toggle=move |ev| {
@@ -110,6 +105,22 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <TracesPanel run_id=s.run_id.clone() metric_keys=detail.metric_keys.clone()/>
             })}
         </details>
+    }
+}
+
+#[component]
+fn MetricCharts(run_id: String, keys: Vec<String>) -> impl IntoView {
+    let charts = LocalResource::new(move || all_series(run_id.clone(), keys.clone()));
+    move || {
+        match charts.get() {
+        None => view! { <p class="loading">"Loading charts…"</p> }.into_any(),
+        Some(list) if list.is_empty() => view! { <p class="muted">"No metrics logged yet."</p> }.into_any(),
+        Some(list) => view! {
+            <div class="chart-grid">
+                {list.into_iter().map(|m| view! { <LineChart label=m.key points=m.points/> }).collect_view()}
+            </div>
+        }.into_any(),
+    }
     }
 }
 
