@@ -8,9 +8,6 @@ use serde_json::{json, Value};
 use treeline_app::wire::RunUpsert;
 use treeline_client::{new_key, Client};
 
-use crate::http::AppState;
-use crate::{serve, store};
-
 #[derive(clap::Args, Clone, Debug)]
 pub struct IngestArgs {
     /// Span events to send (an open and a close per span).
@@ -74,30 +71,9 @@ pub async fn ingest(args: IngestArgs) -> Result<(), String> {
     let base = match &args.url {
         Some(url) => url.clone(),
         None => {
-            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-            let url = args
-                .database_url
-                .clone()
-                .unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
-            _temp = Some(dir);
-            let store = store::open(&url)
-                .await
-                .map_err(|e| format!("cannot open {url}: {e}"))?;
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-                .await
-                .map_err(|e| e.to_string())?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
-            tokio::spawn(async move { axum::serve(listener, app).await });
-            println!(
-                "server: {} on http://{addr}",
-                if url.starts_with("sqlite:") {
-                    "SQLite"
-                } else {
-                    "PostgreSQL"
-                }
-            );
-            format!("http://{addr}")
+            let (base, dir) = super::start_server(args.database_url.clone()).await?;
+            _temp = dir;
+            base
         }
     };
     let client = Client::new(&base);

@@ -5,3 +5,33 @@ mod query;
 
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
+
+use crate::http::AppState;
+use crate::{serve, store};
+
+/// Starts a server of the benchmark's own on a free loopback port, on `url` or on
+/// SQLite in a temporary directory (kept alive by the returned guard).
+pub async fn start_server(
+    url: Option<String>,
+) -> Result<(String, Option<tempfile::TempDir>), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
+    let store = store::open(&url)
+        .await
+        .map_err(|e| format!("cannot open {url}: {e}"))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    println!(
+        "server: {} on http://{addr}",
+        if url.starts_with("sqlite:") {
+            "SQLite"
+        } else {
+            "PostgreSQL"
+        }
+    );
+    Ok((format!("http://{addr}"), Some(dir)))
+}

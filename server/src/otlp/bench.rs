@@ -18,8 +18,7 @@ use prost::Message;
 use serde_json::Value;
 use treeline_client::new_key;
 
-use crate::http::AppState;
-use crate::{serve, store};
+use crate::bench::start_server;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct OtlpArgs {
@@ -139,29 +138,6 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let _ = encoder.write_all(bytes);
     encoder.finish().unwrap_or_default()
-}
-
-async fn start_server(url: Option<String>) -> Result<(String, Option<tempfile::TempDir>), String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
-    let store = store::open(&url)
-        .await
-        .map_err(|e| format!("cannot open {url}: {e}"))?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    println!(
-        "server: {} on http://{addr}",
-        if url.starts_with("sqlite:") {
-            "SQLite"
-        } else {
-            "PostgreSQL"
-        }
-    );
-    Ok((format!("http://{addr}"), Some(dir)))
 }
 
 async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>, gzip: bool) -> Result<(), String> {
