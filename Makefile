@@ -9,6 +9,11 @@ DATA_DIR ?= ./treeline-data
 ADDR ?= 127.0.0.1:3000
 RUST_PACKAGES := -p treeline-app -p treeline-server -p treeline-client
 
+# CI builds once from a clean clone: incremental caches would only cost disk there.
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
+
 .PHONY: run build tools dev test lint rust-test e2e py-test otlp-test bench clean
 
 ## run: build the release and serve the dashboard on $(ADDR) with an embedded SQLite file

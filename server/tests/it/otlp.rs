@@ -1,7 +1,7 @@
 //! OTLP/HTTP ingest through the real routers (`/v1/traces` and the `/api` reads), on a
 //! real SQLite file: protobuf, JSON, gzip, partial success, retries, auth.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::Arc;

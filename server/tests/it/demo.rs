@@ -1,7 +1,7 @@
 //! The demo loaded through the real HTTP API into a real server on a temporary SQLite
 //! file, then read back through the query API as the dashboard would.
 
-mod common;
+use crate::common;
 
 use treeline_app::wire::{
     MetricSeries, RunList, RunStatus, SpanDetail, SpanPage, SpanStatus, StepsResponse, TraceList,

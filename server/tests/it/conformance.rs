@@ -1,12 +1,10 @@
 //! One storage conformance suite, run against SQLite and PostgreSQL: the ingest rules
 //! and reads of API.md, seen through the `Store` trait.
 
-mod common;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use common::{close, open, run, with, write};
+use crate::common::{close, open, run, with, write};
 use serde_json::json;
 use treeline_app::wire::{MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus};
 use treeline_server::store::{Cursor, Store, StoreError, TraceQuery, TraceSort};

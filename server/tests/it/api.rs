@@ -1,6 +1,6 @@
 //! The HTTP contract through the real router, on a real SQLite file.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::sync::Arc;

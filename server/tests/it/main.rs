@@ -1,0 +1,8 @@
+//! The integration tests, linked into one binary: each linked test binary of this
+//! crate carries the whole server, so one binary keeps build time and disk down.
+
+mod api;
+mod common;
+mod conformance;
+mod demo;
+mod otlp;
