@@ -141,6 +141,15 @@ pub struct BatchResponse {
     pub warnings: Vec<Warning>,
 }
 
+impl BatchResponse {
+    /// Adds the warnings found while storing, keeping them in request order.
+    pub fn with_warnings(mut self, more: Vec<Warning>) -> Self {
+        self.warnings.extend(more);
+        self.warnings.sort_by_key(|w| w.index);
+        self
+    }
+}
+
 /// Parses one event. Problems that lose only part of it come back as warning texts.
 pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
     let obj = value

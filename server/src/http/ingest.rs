@@ -17,7 +17,7 @@ use treeline_app::wire::{
 use super::body;
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
-use crate::store::IdempotencyRecord;
+use crate::store::{EventBatch, IdempotencyRecord, Receipt};
 
 pub const MAX_ITEMS: usize = 10_000;
 
@@ -113,36 +113,35 @@ async fn write_events(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
-    idempotent(
-        &state,
-        &headers,
-        &format!("events/{run_id}"),
-        &bytes,
-        || async {
-            let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
-            let mut response = BatchResponse::default();
-            let mut events = Vec::with_capacity(items.len());
-            for (index, item) in items.iter().enumerate() {
-                match parse_event(item) {
-                    Ok((event, warnings)) => {
-                        response.warnings.extend(
-                            warnings
-                                .into_iter()
-                                .map(|message| Warning { index, message }),
-                        );
-                        events.push((index, event));
-                    }
-                    Err(e) => response.rejected.push(rejection(index, e)),
-                }
+    let receipt = receipt(&headers, &format!("events/{run_id}"), &bytes)?;
+    if let Some(replayed) = replay(&state, receipt.as_ref()).await? {
+        return Ok(replayed);
+    }
+    let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
+    let mut parsed = BatchResponse::default();
+    let mut events = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        match parse_event(item) {
+            Ok((event, warnings)) => {
+                parsed.warnings.extend(
+                    warnings
+                        .into_iter()
+                        .map(|message| Warning { index, message }),
+                );
+                events.push((index, event));
             }
-            response.accepted = events.len();
-            let warnings = state.store.write_events(&run_id, events, now_us()).await?;
-            response.warnings.extend(warnings);
-            response.warnings.sort_by_key(|w| w.index);
-            Ok(serde_json::to_value(response).unwrap_or(Value::Null))
-        },
-    )
-    .await
+            Err(e) => parsed.rejected.push(rejection(index, e)),
+        }
+    }
+    parsed.accepted = events.len();
+    // The answer is kept with the events, in their transaction.
+    let batch = EventBatch {
+        events,
+        parsed,
+        receipt,
+    };
+    let answer = state.store.write_batch(&run_id, batch, now_us()).await?;
+    Ok(Json(answer).into_response())
 }
 
 fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
@@ -166,51 +165,72 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = ApiResult<Value>>,
 {
-    let key = match headers.get("idempotency-key") {
-        None => return Ok(Json(write().await?).into_response()),
-        Some(v) => v
-            .to_str()
-            .ok()
-            .filter(|k| !k.is_empty() && k.len() <= 255)
-            .ok_or_else(|| {
-                ApiError::bad(
-                    "invalid_idempotency_key",
-                    "Idempotency-Key must be 1-255 visible characters",
-                )
-            })?
-            .to_string(),
+    let receipt = receipt(headers, scope, bytes)?;
+    if let Some(replayed) = replay(state, receipt.as_ref()).await? {
+        return Ok(replayed);
+    }
+    let value = write().await?;
+    if let Some(receipt) = receipt {
+        let record = IdempotencyRecord {
+            key: receipt.key,
+            fingerprint: receipt.fingerprint,
+            status: 200,
+            response: value.to_string(),
+        };
+        state.store.idempotency_put(&record, now_us()).await?;
+    }
+    Ok(Json(value).into_response())
+}
+
+/// The request's Idempotency-Key with a fingerprint of what it asks, if it has one.
+fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<Receipt>> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
     };
+    let key = value
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255)
+        .ok_or_else(|| {
+            ApiError::bad(
+                "invalid_idempotency_key",
+                "Idempotency-Key must be 1-255 visible characters",
+            )
+        })?
+        .to_string();
     let mut hasher = Sha256::new();
     hasher.update(scope.as_bytes());
     hasher.update([0]);
     hasher.update(bytes);
     let fingerprint = format!("{:x}", hasher.finalize());
-    if let Some(record) = state.store.idempotency_get(&key).await? {
-        if record.fingerprint != fingerprint {
-            return Err(ApiError::IdempotencyKeyReused(format!(
-                "Idempotency-Key {key:?} was already used with a different request"
-            )));
-        }
-        let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
-        let mut response = (
-            status,
-            [(axum::http::header::CONTENT_TYPE, "application/json")],
-            record.response,
-        )
-            .into_response();
-        response.headers_mut().insert(
-            "idempotent-replayed",
-            "true".parse().expect("static header"),
-        );
-        return Ok(response);
-    }
-    let value = write().await?;
-    let record = IdempotencyRecord {
-        key,
-        fingerprint,
-        status: 200,
-        response: value.to_string(),
+    Ok(Some(Receipt { key, fingerprint }))
+}
+
+/// The first answer under the receipt's key, marked as replayed; 422 when the key
+/// was used for another request.
+async fn replay(state: &AppState, receipt: Option<&Receipt>) -> ApiResult<Option<Response>> {
+    let Some(receipt) = receipt else {
+        return Ok(None);
     };
-    state.store.idempotency_put(&record, now_us()).await?;
-    Ok(Json(value).into_response())
+    let Some(record) = state.store.idempotency_get(&receipt.key).await? else {
+        return Ok(None);
+    };
+    if record.fingerprint != receipt.fingerprint {
+        return Err(ApiError::IdempotencyKeyReused(format!(
+            "Idempotency-Key {:?} was already used with a different request",
+            receipt.key
+        )));
+    }
+    let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
+    let mut response = (
+        status,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        record.response,
+    )
+        .into_response();
+    response.headers_mut().insert(
+        "idempotent-replayed",
+        "true".parse().expect("static header"),
+    );
+    Ok(Some(response))
 }

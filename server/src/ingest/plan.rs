@@ -59,12 +59,21 @@ pub struct RunDelta {
 pub struct Plan {
     pub spans: Vec<SpanWrite>,
     pub traces: Vec<TraceWrite>,
-    /// (trace, parent): children listed at the top while their parent was missing,
-    /// to be moved under it now that it arrived.
-    pub adopt: Vec<(String, String)>,
+    /// Parents that arrived after some of their children: those children, listed at
+    /// the top meanwhile, move under the parent now.
+    pub adopt: Vec<Adoption>,
     pub steps: BTreeMap<i64, StepDelta>,
     pub run: RunDelta,
     pub warnings: Vec<Warning>,
+}
+
+/// A parent whose children arrived first. When it has a step, its descendants that
+/// have none take it, as they would have had the parent come first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adoption {
+    pub trace_id: String,
+    pub parent: String,
+    pub step: Option<i64>,
 }
 
 type Key = (String, String);
@@ -210,7 +219,11 @@ impl<L: Loader> Batch<'_, L> {
         let state = span.state.clone();
         self.plan.warnings.extend(warning);
         if had_children {
-            self.plan.adopt.push((trace_id.clone(), span_id.clone()));
+            self.plan.adopt.push(Adoption {
+                trace_id: trace_id.clone(),
+                parent: span_id.clone(),
+                step: state.step,
+            });
         }
 
         // Hang the span under its parent, and carry up the errors it already holds.

@@ -8,8 +8,8 @@ mod sqlite;
 
 use async_trait::async_trait;
 use treeline_app::wire::{
-    MetricPoint, ProjectList, RunDetail, RunFinish, RunList, RunUpsert, SpanDetail, SpanEvent,
-    SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary, Warning,
+    BatchResponse, MetricPoint, ProjectList, RunDetail, RunFinish, RunList, RunUpsert, SpanDetail,
+    SpanEvent, SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary, Warning,
 };
 
 pub use cursor::Cursor;
@@ -41,6 +41,37 @@ pub struct IdempotencyRecord {
     pub fingerprint: String,
     pub status: u16,
     pub response: String,
+}
+
+/// An Idempotency-Key and request fingerprint whose answer is stored in the same
+/// transaction as the write it answers: a retry sees the answer exactly when the
+/// write is durable, and a write costs one commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Receipt {
+    pub key: String,
+    pub fingerprint: String,
+}
+
+impl Receipt {
+    /// The record that answers a retry of the request.
+    pub fn record(&self, answer: &BatchResponse) -> StoreResult<IdempotencyRecord> {
+        Ok(IdempotencyRecord {
+            key: self.key.clone(),
+            fingerprint: self.fingerprint.clone(),
+            status: 200,
+            response: serde_json::to_string(answer)
+                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        })
+    }
+}
+
+/// The valid events of a request (with their request indexes), what parsing already
+/// had to say about the request, and the receipt to keep for its answer.
+#[derive(Debug, Default)]
+pub struct EventBatch {
+    pub events: Vec<(usize, SpanEvent)>,
+    pub parsed: BatchResponse,
+    pub receipt: Option<Receipt>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -79,14 +110,28 @@ pub trait Store: Send + Sync + 'static {
     /// Sets the run's status and turns its running spans into interrupted ones.
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()>;
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()>;
-    /// Applies valid events (with their request indexes) in one transaction; returns
-    /// the warnings. Returns only once the transaction is durable.
+    /// Applies a batch in one transaction, with its receipt if any, and returns the
+    /// answer. Returns only once the transaction is durable.
+    async fn write_batch(
+        &self,
+        run_id: &str,
+        batch: EventBatch,
+        now: i64,
+    ) -> StoreResult<BatchResponse>;
+
+    /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(
         &self,
         run_id: &str,
         events: Vec<(usize, SpanEvent)>,
         now: i64,
-    ) -> StoreResult<Vec<Warning>>;
+    ) -> StoreResult<Vec<Warning>> {
+        let batch = EventBatch {
+            events,
+            ..Default::default()
+        };
+        Ok(self.write_batch(run_id, batch, now).await?.warnings)
+    }
 
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()>;

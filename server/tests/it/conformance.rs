@@ -142,6 +142,45 @@ async fn a_child_without_a_step_inherits_its_parents(s: S) {
     assert_eq!(step("grandchild").await, Some(12));
 }
 
+/// Exporters that send spans as they end deliver children before their parent.
+async fn descendants_that_arrived_first_inherit_the_step_of_a_late_parent(s: S) {
+    run(&s, "r1").await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "tool", Some("agent"), "tool", 2),
+            open("t1", "leaf", Some("tool"), "model", 3),
+            with(
+                open("t1", "own", Some("agent"), "env_step", 4),
+                json!({"step": 3}),
+            ),
+            open("t1", "under-own", Some("own"), "model", 5),
+        ],
+    )
+    .await;
+    write(
+        &s,
+        "r1",
+        &[
+            open("t1", "agent", Some("root"), "agent", 1),
+            with(open("t1", "root", None, "rollout", 0), json!({"step": 9})),
+        ],
+    )
+    .await;
+    let step = |id: &'static str| {
+        let s = s.clone();
+        async move { s.get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+    };
+    assert_eq!(step("agent").await, Some(9));
+    assert_eq!(step("tool").await, Some(9));
+    assert_eq!(step("leaf").await, Some(9));
+    assert_eq!(step("own").await, Some(3));
+    assert_eq!(step("under-own").await, Some(3));
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!(trace.step, Some(9));
+}
+
 async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     run(&s, "r1").await;
     write(
@@ -660,6 +699,7 @@ conformance!(
     a_close_before_its_open_is_kept_and_merged,
     a_second_open_or_close_is_ignored_with_a_warning,
     a_child_without_a_step_inherits_its_parents,
+    descendants_that_arrived_first_inherit_the_step_of_a_late_parent,
     finishing_a_run_interrupts_running_spans_and_a_later_close_wins,
     a_roots_status_is_never_changed_by_children,
     token_count_sums_the_tree_unless_the_root_sets_its_own,
