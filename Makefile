@@ -54,9 +54,10 @@ e2e: build
 	@WANT="chromium node" scripts/setup-tools.sh
 	scripts/e2e.sh
 
-## bench: ingest throughput on SQLite
-bench:
-	cargo run --release -p treeline-server -- bench ingest
+## bench: ingest throughput on SQLite. Through `build`: a plain `cargo build` of the
+## server would leave a binary that names the wrong browser bundle.
+bench: build
+	./target/release/treeline bench ingest
 
 clean:
 	cargo clean

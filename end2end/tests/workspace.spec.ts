@@ -126,3 +126,35 @@ test("back and forward restore the selection", async ({ page }) => {
   await page.goForward();
   await expect(tree.getByRole("treeitem", { name: /step lvl1/ })).toHaveAttribute("aria-selected", "true");
 });
+
+test("an open running trace refreshes in place, keeping selection and scroll", async ({ page, request }) => {
+  const live = [open("live", "root", null, "live rollout", "rollout", 1)];
+  for (let i = 0; i < 60; i++) live.push(open("live", `c${i}`, "root", `live step ${i}`, "env_step", 10 + i));
+  await sendEvents(request, RUN, live);
+  await page.goto(`/traces?run_id=${RUN}&trace_id=live&span_id=c45`);
+  const tree = page.getByRole("tree");
+  const row = tree.getByRole("treeitem", { name: /live step 45/ });
+  await expect(row).toHaveAttribute("aria-selected", "true");
+  await expect(page.locator(".tree-pane .pane-head .live")).toBeVisible();
+  const scroller = page.locator(".tree-scroll");
+  const top = await scroller.evaluate((el) => el.scrollTop);
+  expect(top).toBeGreaterThan(0);
+
+  // The script goes on: the selected span fails, a new step starts.
+  await sendEvents(request, RUN, [
+    close("live", "c45", "error", 200, { error: { type: "EnvError", message: "episode crashed" } }),
+    open("live", "c60", "root", "live step 60", "env_step", 300),
+  ]);
+  await expect(row.locator(".dot.status-error")).toBeVisible({ timeout: 10_000 });
+  const inspector = page.getByRole("complementary", { name: "Span inspector" });
+  await expect(inspector.getByText("episode crashed")).toBeVisible();
+  await expect(page.locator(".tree-pane .pane-head")).toContainText("62 spans");
+  await expect(row).toHaveAttribute("aria-selected", "true");
+  expect(await scroller.evaluate((el) => el.scrollTop)).toBe(top);
+
+  // Once the trace ends the page stops refreshing and says so no more.
+  await sendEvents(request, RUN, [close("live", "root", "ok", 400)]);
+  await expect(page.locator(".tree-pane .pane-head .live")).toHaveCount(0, { timeout: 10_000 });
+  await scroller.evaluate((el) => { el.scrollTop = 0; });
+  await expect(tree.getByRole("treeitem", { name: /live rollout/ }).locator(".dot.status-ok")).toBeVisible();
+});

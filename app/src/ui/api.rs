@@ -173,15 +173,29 @@ pub async fn trace(run_id: String, trace_id: String) -> Result<TraceSummary, Api
     .await
 }
 
+/// Children per page in the span tree; the API allows up to `SPAN_PAGE_MAX`.
+pub const SPAN_PAGE: usize = 200;
+pub const SPAN_PAGE_MAX: usize = 1_000;
+
 pub async fn spans(
     run_id: String,
     trace_id: String,
     parent: Option<String>,
     cursor: Option<String>,
 ) -> Result<SpanPage, ApiError> {
+    span_page(run_id, trace_id, parent, cursor, SPAN_PAGE).await
+}
+
+pub async fn span_page(
+    run_id: String,
+    trace_id: String,
+    parent: Option<String>,
+    cursor: Option<String>,
+    limit: usize,
+) -> Result<SpanPage, ApiError> {
     let query = query_string(&[("parent_span_id", parent), ("cursor", cursor)]);
     get(format!(
-        "/api/runs/{}/traces/{}/spans?limit=200&{query}",
+        "/api/runs/{}/traces/{}/spans?limit={limit}&{query}",
         encode(&run_id),
         encode(&trace_id)
     ))

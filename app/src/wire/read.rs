@@ -44,7 +44,7 @@ pub struct TraceList {
     pub window: Option<TraceWindow>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SpanNode {
     pub span_id: String,
     pub parent_span_id: Option<String>,

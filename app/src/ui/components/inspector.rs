@@ -16,7 +16,8 @@ pub fn Inspector(
 ) -> impl IntoView {
     view! {
         <div class="pane-head"><strong>"Span"</strong></div>
-        <Suspense fallback=|| view! { <p class="loading">"Loading span…"</p> }>
+        // Transition: a reread of the same span keeps showing it until the new one is in.
+        <Transition fallback=|| view! { <p class="loading">"Loading span…"</p> }>
             {move || Suspend::new(async move {
                 match detail.await {
                     None => view! { <p class="empty">"Select a span in the tree to inspect it."</p> }.into_any(),
@@ -36,7 +37,7 @@ pub fn Inspector(
                     Some(Ok(d)) => view! { <SpanView d/> }.into_any(),
                 }
             })}
-        </Suspense>
+        </Transition>
     }
 }
 

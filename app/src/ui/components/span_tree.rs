@@ -18,6 +18,8 @@ const OVERSCAN: usize = 12;
 const INDENT: usize = 16;
 /// Pages walked to find a deep-linked span among a node's children.
 const MAX_PAGES: usize = 60;
+/// How often an open running trace is read again.
+const REFRESH_MS: u64 = 3_000;
 
 /// What the tree starts from: the trace, its roots, and the pages of children along
 /// the path to a deep-linked span. Built on the server and handed to hydration.
@@ -134,6 +136,49 @@ impl Tree {
         self.loading.remove(parent);
     }
 
+    /// Takes a fresh read of the first children of `parent` (as many as were loaded,
+    /// or more): spans that changed or arrived since show up in place, and children
+    /// loaded past that read are kept unless the read was complete.
+    pub fn refresh(&mut self, parent: &str, nodes: Vec<SpanNode>, cursor: Option<String>) {
+        let old = self.children.remove(parent).unwrap_or_default();
+        let mut list: Vec<String> = nodes.iter().map(|n| n.span_id.clone()).collect();
+        if cursor.is_some() {
+            let fresh: HashSet<&String> = list.iter().collect();
+            let tail: Vec<String> = old.into_iter().filter(|id| !fresh.contains(id)).collect();
+            if !tail.is_empty() {
+                // Keep the cursor that continues past the children already loaded.
+                list.extend(tail);
+                self.children.insert(parent.to_string(), list);
+                self.absorb(nodes);
+                return;
+            }
+        }
+        self.children.insert(parent.to_string(), list);
+        self.cursors.insert(parent.to_string(), cursor);
+        self.absorb(nodes);
+    }
+
+    fn absorb(&mut self, nodes: Vec<SpanNode>) {
+        for node in nodes {
+            self.nodes.insert(node.span_id.clone(), node);
+        }
+    }
+
+    /// The parents whose children are on screen (the roots and open nodes), with how
+    /// many children each has loaded. Collapsed nodes forget theirs, to be read
+    /// afresh when opened.
+    fn visible_parents(&mut self) -> Vec<(String, usize)> {
+        let expanded = &self.expanded;
+        self.children
+            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
+        self.cursors
+            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
+        self.children
+            .iter()
+            .map(|(parent, ids)| (parent.clone(), ids.len()))
+            .collect()
+    }
+
     pub fn node(&self, id: &str) -> Option<&SpanNode> {
         self.nodes.get(id)
     }
@@ -212,6 +257,8 @@ pub fn SpanTree(
     url: Memo<WorkspaceUrl>,
     seed: Resource<Option<Result<Seed, ApiError>>>,
     go_to: Callback<WorkspaceUrl>,
+    /// Bumped when a refresh changed the selected span, so the inspector rereads it.
+    refreshed: RwSignal<u32>,
 ) -> impl IntoView {
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading spans…"</p> }>
@@ -225,7 +272,7 @@ pub fn SpanTree(
                         <div class="pane-head"><strong>"Spans"</strong></div>
                         <p class="error" role="alert">{e.message}</p>
                     }.into_any(),
-                    Some(Ok(seed)) => view! { <TreeView seed url go_to/> }.into_any(),
+                    Some(Ok(seed)) => view! { <TreeView seed url go_to refreshed/> }.into_any(),
                 }
             })}
         </Suspense>
@@ -233,13 +280,25 @@ pub fn SpanTree(
 }
 
 #[component]
-fn TreeView(seed: Seed, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl IntoView {
+fn TreeView(
+    seed: Seed,
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    refreshed: RwSignal<u32>,
+) -> impl IntoView {
     let tree = RwSignal::new(Tree::from_seed(&seed));
     let (run, trace_id) = (seed.run_id.clone(), seed.trace.trace_id.clone());
-    let t0 = seed.trace.start_us.unwrap_or(0);
-    let t1 = seed.trace.end_us.unwrap_or_else(format::now_us).max(t0 + 1);
+    let trace = RwSignal::new(seed.trace.clone());
+    // The bars' time axis; a running trace's ends now.
+    let axis = Memo::new(move |_| {
+        trace.with(|t| {
+            let t0 = t.start_us.unwrap_or(0);
+            (t0, t.end_us.unwrap_or_else(format::now_us).max(t0 + 1))
+        })
+    });
     let rows = Memo::new(move |_| tree.with(Tree::rows));
     let selected = Memo::new(move |_| url.get().span_id);
+    live_refresh(tree, trace, selected, refreshed);
     let focused = RwSignal::new(selected.get_untracked());
     let row_index = move |id: &str| {
         rows.with_untracked(|r| {
@@ -398,22 +457,33 @@ fn TreeView(seed: Seed, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) 
         }
     };
 
+    // A row's key carries its node, so a refresh redraws exactly the rows that changed.
     let window = move || {
         let all = rows.get();
         let first = ((scroll_top.get() / ROW) as usize).saturating_sub(OVERSCAN);
         let count = (height.get() / ROW) as usize + 2 * OVERSCAN;
-        all.into_iter()
-            .enumerate()
-            .skip(first)
-            .take(count)
-            .collect::<Vec<_>>()
+        tree.with(|t| {
+            all.into_iter()
+                .enumerate()
+                .skip(first)
+                .take(count)
+                .map(|(i, row)| {
+                    let node = match &row {
+                        Row::Node { id, .. } => t.node(id).cloned(),
+                        _ => None,
+                    };
+                    (i, row, node)
+                })
+                .collect::<Vec<_>>()
+        })
     };
     let name = seed.trace.name.clone();
-    let span_total = seed.trace.span_count;
     view! {
         <div class="pane-head">
             <strong class="grow" title=name.clone()>{name.clone()}</strong>
-            <span class="muted">{format!("{span_total} spans")}</span>
+            {move || (trace.with(|t| t.status) == SpanStatus::Running)
+                .then(|| view! { <span class="live" title="refreshing while the trace runs">"live"</span> })}
+            <span class="muted">{move || format!("{} spans", trace.with(|t| t.span_count))}</span>
             <button type="button" class="copy" on:click=move |_| copy_location()>"Copy link"</button>
         </div>
         <div
@@ -432,15 +502,14 @@ fn TreeView(seed: Seed, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) 
             on:keydown=on_key
         >
             <div style=move || format!("position: relative; height: {}px;", rows.with(Vec::len) as f64 * ROW)>
-                <For each=window key=|(i, row)| (*i, row.clone()) let:item>
+                <For each=window key=|item| item.clone() let:item>
                     {
-                        let (index, row) = item;
+                        let (index, row, node) = item;
                         let top = index as f64 * ROW;
                         match row {
-                            Row::Node { id, depth } => {
-                                let node = tree.with_untracked(|t| t.node(&id).cloned());
+                            Row::Node { depth, .. } => {
                                 node.map(|node| view! {
-                                    <NodeRow node depth top t0 t1 tree selected focused
+                                    <NodeRow node depth top axis tree selected focused
                                         on_toggle=Callback::new(move |id: String| toggle.with_value(|f| f(id)))
                                         on_select=Callback::new(select)/>
                                 }.into_any())
@@ -468,6 +537,70 @@ fn TreeView(seed: Seed, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) 
     }
 }
 
+/// While the trace runs, reads it again every few seconds: its summary and the
+/// children of every open node, merged in place so the reader's selection, open
+/// nodes and scroll position stay where they were. Stops once the trace has ended.
+fn live_refresh(
+    tree: RwSignal<Tree>,
+    trace: RwSignal<TraceSummary>,
+    selected: Memo<Option<String>>,
+    refreshed: RwSignal<u32>,
+) {
+    Effect::new(move |_| {
+        if trace.with_untracked(|t| t.status) != SpanStatus::Running {
+            return;
+        }
+        let busy = StoredValue::new(false);
+        let handle = set_interval_with_handle(
+            move || {
+                if busy.get_value() || trace.with_untracked(|t| t.status) != SpanStatus::Running {
+                    return;
+                }
+                busy.set_value(true);
+                leptos::task::spawn_local(async move {
+                    refresh_once(tree, trace, selected, refreshed).await;
+                    busy.set_value(false);
+                });
+            },
+            std::time::Duration::from_millis(REFRESH_MS),
+        );
+        if let Ok(handle) = handle {
+            on_cleanup(move || handle.clear());
+        }
+    });
+}
+
+async fn refresh_once(
+    tree: RwSignal<Tree>,
+    trace: RwSignal<TraceSummary>,
+    selected: Memo<Option<String>>,
+    refreshed: RwSignal<u32>,
+) {
+    let (run, trace_id) = trace.with_untracked(|t| (t.run_id.clone(), t.trace_id.clone()));
+    let Ok(summary) = api::trace(run.clone(), trace_id.clone()).await else {
+        return;
+    };
+    let chosen = selected.get_untracked();
+    let before = chosen
+        .as_ref()
+        .and_then(|id| tree.with_untracked(|t| t.node(id).cloned()));
+    let parents = tree.try_update(Tree::visible_parents).unwrap_or_default();
+    for (parent, loaded) in parents {
+        let limit = loaded.clamp(api::SPAN_PAGE, api::SPAN_PAGE_MAX);
+        let arg = (!parent.is_empty()).then(|| parent.clone());
+        if let Ok(page) = api::span_page(run.clone(), trace_id.clone(), arg, None, limit).await {
+            tree.update(|t| t.refresh(&parent, page.spans, page.next_cursor));
+        }
+    }
+    let after = chosen
+        .as_ref()
+        .and_then(|id| tree.with_untracked(|t| t.node(id).cloned()));
+    if before != after {
+        refreshed.update(|n| *n += 1);
+    }
+    trace.set(summary);
+}
+
 fn focus_row(focused: RwSignal<Option<String>>, id: Option<String>) {
     if id.is_some() {
         focused.set(id);
@@ -486,8 +619,7 @@ fn NodeRow(
     node: SpanNode,
     depth: usize,
     top: f64,
-    t0: i64,
-    t1: i64,
+    axis: Memo<(i64, i64)>,
     tree: RwSignal<Tree>,
     selected: Memo<Option<String>>,
     focused: RwSignal<Option<String>>,
@@ -508,10 +640,14 @@ fn NodeRow(
         let id = id.clone();
         move || focused.get().as_deref() == Some(id.as_str())
     };
-    let span = (t1 - t0).max(1) as f64;
-    let end = node.end_us.unwrap_or(t1);
-    let left = ((node.start_us - t0) as f64 / span * 100.0).clamp(0.0, 100.0);
-    let width = ((end - node.start_us) as f64 / span * 100.0).clamp(0.0, 100.0 - left);
+    let (start, end) = (node.start_us, node.end_us);
+    let bar = move || {
+        let (t0, t1) = axis.get();
+        let span = (t1 - t0).max(1) as f64;
+        let left = ((start - t0) as f64 / span * 100.0).clamp(0.0, 100.0);
+        let width = ((end.unwrap_or(t1) - start) as f64 / span * 100.0).clamp(0.0, 100.0 - left);
+        format!("left: {left:.2}%; width: {width:.2}%")
+    };
     let status = node.status;
     let duration = match node.duration_us {
         Some(d) => format::duration(d),
@@ -548,7 +684,7 @@ fn NodeRow(
             {(node.error_count > 0).then(|| view! { <span class="below">{format!("{} failed below", node.error_count)}</span> })}
             {has_children.then(|| view! { <span class="children" title="children">{format!("{} children", node.child_count)}</span> })}
             <span class="bar-track" aria-hidden="true">
-                <span class=format!("bar status-{}", status.as_str()) style=format!("left: {left:.2}%; width: {width:.2}%")></span>
+                <span class=format!("bar status-{}", status.as_str()) style=bar></span>
             </span>
             <span class="dur">{duration}</span>
         </div>
@@ -608,5 +744,43 @@ mod tests {
         );
         assert_eq!(tree.parent_of("b").as_deref(), Some("root"));
         assert_eq!(tree.parent_of("root"), None);
+    }
+
+    fn ids(tree: &Tree, parent: &str) -> Vec<String> {
+        tree.children.get(parent).cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_refresh_updates_in_place_and_keeps_children_loaded_past_it() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 2)], None);
+        tree.expanded.insert("root".into());
+        tree.add_page("root", vec![node("a", 0), node("b", 0)], None);
+
+        let mut failed = node("a", 0);
+        failed.status = SpanStatus::Error;
+        tree.refresh("root", vec![failed, node("b", 0), node("c", 0)], None);
+        assert_eq!(ids(&tree, "root"), ["a", "b", "c"]);
+        assert_eq!(tree.node("a").map(|n| n.status), Some(SpanStatus::Error));
+
+        // A read shorter than what was loaded keeps the rest and its cursor.
+        tree.add_page("root", vec![node("d", 0)], Some("after-d".into()));
+        tree.refresh(
+            "root",
+            vec![node("a", 0), node("b", 0)],
+            Some("after-b".into()),
+        );
+        assert_eq!(ids(&tree, "root"), ["a", "b", "c", "d"]);
+        assert_eq!(
+            tree.cursors.get("root").cloned().flatten().as_deref(),
+            Some("after-d")
+        );
+
+        // Children of a collapsed node are forgotten, to be read again on opening.
+        tree.add_page("a", vec![node("a1", 0)], None);
+        let mut parents = tree.visible_parents();
+        parents.sort();
+        assert_eq!(parents, [(String::new(), 1), ("root".to_string(), 4)]);
+        assert!(!tree.children.contains_key("a"));
     }
 }

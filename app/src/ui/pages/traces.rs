@@ -122,9 +122,11 @@ pub fn TracesPage() -> impl IntoView {
             load_seed(key, span)
         },
     );
+    // Bumped by the tree's live refresh when the selected span changed.
+    let refreshed = RwSignal::new(0u32);
     let detail = Resource::new(
-        move || selection.get(),
-        |(run, trace, span)| async move {
+        move || (selection.get(), refreshed.get()),
+        |((run, trace, span), _)| async move {
             match (run, trace, span) {
                 (Some(r), Some(t), Some(s)) => Some(api::span(r, t, s).await),
                 _ => None,
@@ -140,7 +142,7 @@ pub fn TracesPage() -> impl IntoView {
                     <TraceList url list go_to/>
                 </div>
                 <div class="pane tree-pane">
-                    <SpanTree url seed go_to/>
+                    <SpanTree url seed go_to refreshed/>
                 </div>
                 <aside class="pane inspector" aria-label="Span inspector">
                     <Inspector url detail/>
