@@ -10,4 +10,10 @@ python3 -m pip install --quiet --disable-pip-version-check pytest \
   "opentelemetry-sdk==1.45.1" \
   "opentelemetry-exporter-otlp-proto-http==1.45.1" \
   "opentelemetry-exporter-otlp-json-http==0.66b1"
-TREELINE_BIN="${TREELINE_BIN:-$ROOT/target/release/treeline}" python3 -m pytest tests/otlp -q
+export TREELINE_BIN="${TREELINE_BIN:-$ROOT/target/release/treeline}"
+echo "[otlp] on SQLite"
+python3 -m pytest tests/otlp -q
+echo "[otlp] on PostgreSQL"
+# shellcheck disable=SC2016 # expanded by the inner shell, once the cluster is up
+scripts/with-postgres.sh bash -c \
+  'TREELINE_TEST_DATABASE_URL=$TREELINE_TEST_POSTGRES_URL python3 -m pytest tests/otlp -q'

@@ -2,6 +2,7 @@
 # Runs a command with a throwaway PostgreSQL cluster: started here, handed to the
 # command as TREELINE_TEST_POSTGRES_URL, and removed afterwards whatever happens.
 #   scripts/with-postgres.sh cargo test ...
+# PG_OPTS adds server settings (for benchmarks: PG_OPTS="-c shared_buffers=2GB").
 set -euo pipefail
 
 PG_BIN=${PG_BIN:-}
@@ -33,7 +34,7 @@ trap cleanup EXIT
 
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 >/dev/null
 "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -p $PORT -k $PGDATA -c fsync=on -c max_connections=200" start >/dev/null
+  -o "-c listen_addresses=127.0.0.1 -p $PORT -k $PGDATA -c fsync=on -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
 echo "[postgres] throwaway cluster on 127.0.0.1:$PORT"
 export TREELINE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 "$@"

@@ -31,10 +31,13 @@ class Server:
         self.url = "http://127.0.0.1:%d" % self.port
         self.data_dir = tempfile.mkdtemp(prefix="treeline-otlp-")
         self.log = open(os.path.join(self.data_dir, "server.log"), "wb")
-        self.proc = subprocess.Popen(
-            [path, "serve", "--addr", "127.0.0.1:%d" % self.port,
-             "--data-dir", os.path.join(self.data_dir, "data")],
-            stdout=self.log, stderr=subprocess.STDOUT)
+        args = [path, "serve", "--addr", "127.0.0.1:%d" % self.port,
+                "--data-dir", os.path.join(self.data_dir, "data")]
+        # scripts/test-otlp.sh runs the suite a second time on PostgreSQL.
+        database_url = os.environ.get("TREELINE_TEST_DATABASE_URL")
+        if database_url:
+            args += ["--database-url", database_url]
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
 
     def wait_ready(self, timeout=20.0):
         deadline = time.monotonic() + timeout
