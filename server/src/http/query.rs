@@ -325,12 +325,7 @@ async fn spans(
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
         check_id(parent, "parent_span_id")?;
-        if state
-            .store
-            .get_span(&run_id, &trace_id, parent)
-            .await?
-            .is_none()
-        {
+        if !state.store.span_exists(&run_id, &trace_id, parent).await? {
             return Err(span_not_found(parent, &trace_id));
         }
     }

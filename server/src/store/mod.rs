@@ -158,6 +158,8 @@ pub trait Store: Send + Sync + 'static {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<SpanPage>;
+    /// Whether the span has arrived (its open, not only a close or a child).
+    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool>;
     async fn get_span(
         &self,
         run_id: &str,

@@ -228,8 +228,11 @@ async fn write_plan(
                    SELECT span_id FROM spans
                     WHERE run_id = $1 AND trace_id = $2 AND tree_parent = $3 AND step IS NULL
                    UNION ALL
-                   SELECT s.span_id FROM spans s JOIN sub ON s.tree_parent = sub.span_id
-                    WHERE s.run_id = $1 AND s.trace_id = $2 AND s.step IS NULL)
+                   SELECT s.span_id FROM sub CROSS JOIN LATERAL (
+                       SELECT span_id FROM spans
+                        WHERE run_id = $1 AND trace_id = $2 AND tree_parent = sub.span_id
+                          AND step IS NULL
+                       OFFSET 0) s)
                  UPDATE spans SET step = $4
                   WHERE run_id = $1 AND trace_id = $2 AND span_id IN (SELECT span_id FROM sub)",
             )
@@ -701,6 +704,18 @@ impl Store for PostgresStore {
         Ok(SpanPage { spans, next_cursor })
     }
 
+    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM spans WHERE run_id = $1 AND trace_id = $2 AND span_id = $3 AND has_open",
+        )
+        .bind(run_id)
+        .bind(trace_id)
+        .bind(span_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+
     async fn get_span(
         &self,
         run_id: &str,
@@ -724,8 +739,12 @@ impl Store for PostgresStore {
                  SELECT span_id, tree_parent, 0 FROM spans
                   WHERE run_id = $1 AND trace_id = $2 AND span_id = $3
                  UNION ALL
-                 SELECT s.span_id, s.tree_parent, up.depth + 1 FROM spans s JOIN up
-                     ON s.run_id = $1 AND s.trace_id = $2 AND s.span_id = up.tree_parent
+                 -- OFFSET 0 keeps the lookup a key probe per level; flattened into
+                 -- a join, a generic plan walked the whole trace at each level.
+                 SELECT s.span_id, s.tree_parent, up.depth + 1 FROM up CROSS JOIN LATERAL (
+                     SELECT span_id, tree_parent FROM spans
+                      WHERE run_id = $1 AND trace_id = $2 AND span_id = up.tree_parent
+                     OFFSET 0) s
                   WHERE up.tree_parent <> '' AND up.depth < 100000)
              SELECT span_id FROM up WHERE depth > 0 ORDER BY depth DESC",
         )

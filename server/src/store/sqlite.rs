@@ -697,6 +697,18 @@ impl Store for SqliteStore {
         Ok(SpanPage { spans, next_cursor })
     }
 
+    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT 1 FROM spans WHERE run_id = ? AND trace_id = ? AND span_id = ? AND has_open",
+        )
+        .bind(run_id)
+        .bind(trace_id)
+        .bind(span_id)
+        .fetch_optional(&self.reader)
+        .await?;
+        Ok(found.is_some())
+    }
+
     async fn get_span(
         &self,
         run_id: &str,

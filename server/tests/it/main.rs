@@ -4,5 +4,6 @@
 mod api;
 mod common;
 mod conformance;
+mod crash;
 mod demo;
 mod otlp;

@@ -1,0 +1,120 @@
+//! Durability: the real `treeline serve` process is killed with SIGKILL while four
+//! writers are sending batches. After a restart on the same SQLite file, every batch
+//! that was acknowledged is there in full.
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use treeline_app::wire::{RunUpsert, TraceSummary};
+use treeline_client::Client;
+
+const SPANS_PER_BATCH: usize = 100;
+
+fn free_addr() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").to_string()
+}
+
+fn serve(data_dir: &std::path::Path, addr: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_treeline"))
+        .args(["serve", "--addr", addr, "--data-dir"])
+        .arg(data_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("treeline serve starts")
+}
+
+async fn wait_ready(base: &str) {
+    let http = reqwest::Client::new();
+    for _ in 0..200 {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("treeline serve did not answer /healthz at {base}");
+}
+
+/// A batch of one whole trace: a root and its children, opened and closed.
+fn batch(trace_id: &str) -> Vec<serde_json::Value> {
+    let mut events = vec![
+        json!({"op": "open", "trace_id": trace_id, "span_id": "root",
+        "name": "rollout", "kind": "rollout", "ts": 1}),
+    ];
+    for c in 1..SPANS_PER_BATCH {
+        events.push(
+            json!({"op": "open", "trace_id": trace_id, "span_id": format!("s{c}"),
+            "parent_span_id": "root", "name": "env step", "kind": "env_step", "ts": 2 + c}),
+        );
+        events.push(
+            json!({"op": "close", "trace_id": trace_id, "span_id": format!("s{c}"),
+            "status": "ok", "ts": 3 + c}),
+        );
+    }
+    events.push(
+        json!({"op": "close", "trace_id": trace_id, "span_id": "root", "status": "ok", "ts": 500}),
+    );
+    events
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_batch_survives_a_kill_9() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    let mut server = serve(dir.path(), &addr);
+    wait_ready(&base).await;
+    let mut client = Client::new(&base);
+    client.attempts = 1; // an unanswered batch is simply not acknowledged
+    let run = RunUpsert {
+        project: "crash".into(),
+        ..Default::default()
+    };
+    client
+        .put_run("crash-run", &run)
+        .await
+        .expect("run created");
+
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (client, acknowledged) = (client.clone(), acknowledged.clone());
+        writers.push(tokio::spawn(async move {
+            for n in 0.. {
+                let trace_id = format!("w{w}-t{n}");
+                match client.send_events("crash-run", &batch(&trace_id)).await {
+                    Ok(_) => acknowledged.lock().expect("lock").push(trace_id),
+                    Err(_) => break, // the server is gone
+                }
+            }
+        }));
+    }
+    // Kill it mid-stream, once some batches are in.
+    while acknowledged.lock().expect("lock").len() < 40 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    server.kill().expect("SIGKILL");
+    server.wait().expect("reaped");
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let acknowledged = acknowledged.lock().expect("lock").clone();
+
+    let mut server = serve(dir.path(), &addr);
+    wait_ready(&base).await;
+    for trace_id in &acknowledged {
+        let trace: TraceSummary = client
+            .get(&format!("/api/runs/crash-run/traces/{trace_id}"))
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged trace {trace_id} lost: {e}"));
+        assert_eq!(trace.span_count, SPANS_PER_BATCH as i64, "{trace_id}");
+    }
+    server.kill().expect("stopped");
+    let _ = server.wait();
+}
