@@ -98,6 +98,11 @@ pub fn links_json(links: &[SpanLink]) -> String {
     serde_json::to_string(links).unwrap_or_else(|_| "[]".into())
 }
 
+/// An attribute or metric map as stored, written straight from the map (no copy).
+pub fn object_json(map: &serde_json::Map<String, serde_json::Value>) -> String {
+    serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
+}
+
 pub fn span_state(r: &impl DbRow) -> StoreResult<SpanState> {
     Ok(SpanState {
         trace_id: r.req_text("trace_id")?,

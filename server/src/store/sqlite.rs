@@ -153,8 +153,8 @@ async fn write_plan(
                 .push_bind(s.error_count)
                 .push_bind(s.token_count)
                 .push_bind(s.attr_count)
-                .push_bind(Value::Object(w.attributes.clone()).to_string())
-                .push_bind(Value::Object(w.metrics.clone()).to_string())
+                .push_bind(rows::object_json(&w.attributes))
+                .push_bind(rows::object_json(&w.metrics))
                 .push_bind(rows::links_json(&w.links))
                 .push_bind(w.input.as_ref().is_some_and(|b| b.truncated))
                 .push_bind(w.output.as_ref().is_some_and(|b| b.truncated))
@@ -211,7 +211,7 @@ async fn write_plan(
                 .push_bind(t.start_us)
                 .push_bind(t.end_us)
                 .push_bind(t.updated_us)
-                .push_bind(Value::Object(w.attributes.clone()).to_string());
+                .push_bind(rows::object_json(&w.attributes));
         });
         q.push(
             " ON CONFLICT (run_id, trace_id) DO UPDATE SET root_span_id = excluded.root_span_id, \
