@@ -1,6 +1,7 @@
 //! The wire types of the HTTP API (see API.md): shared by the server, the browser
 //! code and the Rust client, so every side parses and prints the same shapes.
 
+mod dates;
 mod events;
 mod ids;
 mod kinds;
@@ -8,6 +9,7 @@ mod metrics;
 mod read;
 mod runs;
 
+pub use dates::civil_date;
 pub use events::*;
 pub use ids::*;
 pub use kinds::*;

@@ -141,12 +141,7 @@ pub async fn ingest(args: IngestArgs) -> Result<(), String> {
     let elapsed = started.elapsed();
     eprintln!("\r100.0% sent");
     latencies.sort();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
+    let pct = |p: f64| crate::bench::percentile(&latencies, p);
     println!(
         "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, batches of {}); batch latency p50 {:.1} ms, p99 {:.1} ms",
         args.events,

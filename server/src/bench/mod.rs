@@ -6,6 +6,8 @@ mod query;
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 
+use std::time::Duration;
+
 use crate::http::AppState;
 use crate::{serve, store};
 
@@ -34,4 +36,10 @@ pub async fn start_server(
         }
     );
     Ok((format!("http://{addr}"), Some(dir)))
+}
+
+/// The `p` quantile (0..=1) of durations sorted ascending; zero when there are none.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
+    sorted.get(i).copied().unwrap_or_default()
 }

@@ -180,9 +180,9 @@ async fn time_get(api: &Router, path: &str) -> Result<Duration, String> {
     Ok(elapsed)
 }
 
+/// A quantile in milliseconds.
 fn pct(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));
-    sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+    super::percentile(sorted, p).as_secs_f64() * 1e3
 }
 
 pub async fn query(args: QueryArgs) -> Result<(), String> {

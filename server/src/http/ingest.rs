@@ -17,7 +17,7 @@ use treeline_app::wire::{
 use super::body;
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
-use crate::store::{EventBatch, IdempotencyRecord, Receipt};
+use crate::store::{EventBatch, Receipt};
 
 pub const MAX_ITEMS: usize = 10_000;
 
@@ -171,12 +171,7 @@ where
     }
     let value = write().await?;
     if let Some(receipt) = receipt {
-        let record = IdempotencyRecord {
-            key: receipt.key,
-            fingerprint: receipt.fingerprint,
-            status: 200,
-            response: value.to_string(),
-        };
+        let record = receipt.answered(value.to_string());
         state.store.idempotency_put(&record, now_us()).await?;
     }
     Ok(Json(value).into_response())

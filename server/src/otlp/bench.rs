@@ -254,12 +254,7 @@ pub async fn otlp(args: OtlpArgs) -> Result<(), String> {
     }
     let elapsed = started.elapsed();
     latencies.sort();
-    let pct = |p: f64| {
-        latencies
-            .get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
+    let pct = |p: f64| crate::bench::percentile(&latencies, p);
     println!(
         "otlp: {total} spans ({} traces) in {:.2} s = {:.0} spans/s, stored and visible through the query API \
          ({} requests of {} spans{}, {} writers; all acknowledged after {:.2} s); request latency p50 {:.1} ms, p99 {:.1} ms",

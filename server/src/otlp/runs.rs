@@ -67,17 +67,9 @@ pub fn day_of(us: i64) -> i64 {
     us.div_euclid(DAY_US)
 }
 
-/// `YYYY-MM-DD` of a day since the epoch (proleptic Gregorian, H. Hinnant's algorithm).
+/// `YYYY-MM-DD` of a day since the epoch.
 pub fn date(day: i64) -> String {
-    let z = day + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = treeline_app::wire::civil_date(day);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

@@ -55,13 +55,19 @@ pub struct Receipt {
 impl Receipt {
     /// The record that answers a retry of the request.
     pub fn record(&self, answer: &BatchResponse) -> StoreResult<IdempotencyRecord> {
-        Ok(IdempotencyRecord {
+        let response =
+            serde_json::to_string(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        Ok(self.answered(response))
+    }
+
+    /// The record of a successful request answered with `response` (JSON text).
+    pub fn answered(&self, response: String) -> IdempotencyRecord {
+        IdempotencyRecord {
             key: self.key.clone(),
             fingerprint: self.fingerprint.clone(),
             status: 200,
-            response: serde_json::to_string(answer)
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?,
-        })
+            response,
+        }
     }
 }
 
