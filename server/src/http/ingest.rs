@@ -17,7 +17,7 @@ use treeline_app::wire::{
 use super::body;
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
-use crate::store::{EventBatch, Receipt};
+use crate::store::{EventBatch, IdempotencyRecord, Receipt, Written};
 
 pub const MAX_ITEMS: usize = 10_000;
 
@@ -113,10 +113,9 @@ async fn write_events(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
+    // The key is looked up in the write's own transaction (two requests racing
+    // with one key write once), so a replay is parsed like any request first.
     let receipt = receipt(&headers, &format!("events/{run_id}"), &bytes)?;
-    if let Some(replayed) = replay(&state, receipt.as_ref()).await? {
-        return Ok(replayed);
-    }
     let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
     let mut parsed = BatchResponse::default();
     let mut events = Vec::with_capacity(items.len());
@@ -140,8 +139,11 @@ async fn write_events(
         parsed,
         receipt,
     };
-    let answer = state.store.write_batch(&run_id, batch, now_us()).await?;
-    Ok(Json(answer).into_response())
+    let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
+    match state.store.write_batch(&run_id, batch, now_us()).await? {
+        Written::Stored(answer) => Ok(Json(answer).into_response()),
+        Written::Replay(record) => replayed(record, fingerprint.as_deref().unwrap_or_default()),
+    }
 }
 
 fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
@@ -201,19 +203,24 @@ fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<R
     Ok(Some(Receipt { key, fingerprint }))
 }
 
-/// The first answer under the receipt's key, marked as replayed; 422 when the key
-/// was used for another request.
+/// The answer already kept under the receipt's key, if any.
 async fn replay(state: &AppState, receipt: Option<&Receipt>) -> ApiResult<Option<Response>> {
     let Some(receipt) = receipt else {
         return Ok(None);
     };
-    let Some(record) = state.store.idempotency_get(&receipt.key).await? else {
-        return Ok(None);
-    };
-    if record.fingerprint != receipt.fingerprint {
+    match state.store.idempotency_get(&receipt.key).await? {
+        Some(record) => replayed(record, &receipt.fingerprint).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The first answer under a key, marked as replayed; 422 when the key was used for
+/// another request.
+fn replayed(record: IdempotencyRecord, fingerprint: &str) -> ApiResult<Response> {
+    if record.fingerprint != fingerprint {
         return Err(ApiError::IdempotencyKeyReused(format!(
             "Idempotency-Key {:?} was already used with a different request",
-            receipt.key
+            record.key
         )));
     }
     let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
@@ -227,5 +234,5 @@ async fn replay(state: &AppState, receipt: Option<&Receipt>) -> ApiResult<Option
         "idempotent-replayed",
         "true".parse().expect("static header"),
     );
-    Ok(Some(response))
+    Ok(response)
 }

@@ -2,6 +2,7 @@
 //! one conformance suite (`tests/conformance.rs`) run against both.
 
 mod cursor;
+mod group;
 mod postgres;
 mod rows;
 mod sqlite;
@@ -30,6 +31,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data could not be read: {0}")]
     Corrupt(String),
+    /// The transaction a batch shared with others failed; nothing of it was kept.
+    #[error("the shared write transaction failed: {0}")]
+    GroupFailed(String),
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -80,6 +84,16 @@ pub struct EventBatch {
     pub receipt: Option<Receipt>,
 }
 
+/// What `write_batch` did with a batch.
+#[derive(Debug)]
+pub enum Written {
+    /// The batch was stored, and this is its answer.
+    Stored(BatchResponse),
+    /// The batch's Idempotency-Key already had an answer (from an earlier request,
+    /// or one that shared the transaction), so nothing was written.
+    Replay(IdempotencyRecord),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum TraceSort {
     #[default]
@@ -117,13 +131,10 @@ pub trait Store: Send + Sync + 'static {
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()>;
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()>;
     /// Applies a batch in one transaction, with its receipt if any, and returns the
-    /// answer. Returns only once the transaction is durable.
-    async fn write_batch(
-        &self,
-        run_id: &str,
-        batch: EventBatch,
-        now: i64,
-    ) -> StoreResult<BatchResponse>;
+    /// answer. Returns only once the transaction is durable. A receipt whose key
+    /// already has a record is answered with that record, in the same transaction,
+    /// so two requests racing with one key write once.
+    async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(
@@ -136,7 +147,10 @@ pub trait Store: Send + Sync + 'static {
             events,
             ..Default::default()
         };
-        Ok(self.write_batch(run_id, batch, now).await?.warnings)
+        match self.write_batch(run_id, batch, now).await? {
+            Written::Stored(answer) => Ok(answer.warnings),
+            Written::Replay(_) => Ok(Vec::new()), // no receipt, so never
+        }
     }
 
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>>;

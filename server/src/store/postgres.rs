@@ -10,15 +10,16 @@ use serde_json::Value;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, QueryBuilder, Row, Transaction};
 use treeline_app::wire::{
-    BatchResponse, MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList,
-    RunSummary, RunUpsert, SpanDetail, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals,
-    StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
+    MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList, RunSummary, RunUpsert,
+    SpanDetail, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals, StepsResponse, TraceList,
+    TraceSummary, STEP_LIMIT,
 };
 
 use super::cursor::page_cursor;
 use super::rows::{self, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::{
     Cursor, EventBatch, IdempotencyRecord, Store, StoreError, StoreResult, TraceQuery, TraceSort,
+    Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -297,6 +298,18 @@ async fn lock_run(tx: &mut Transaction<'_, Postgres>, run_id: &str) -> StoreResu
     Ok(())
 }
 
+async fn get_record<'e>(
+    db: impl sqlx::Executor<'e, Database = Postgres>,
+    key: &str,
+) -> StoreResult<Option<IdempotencyRecord>> {
+    let row =
+        sqlx::query("SELECT key, fingerprint, status, response FROM idempotency WHERE key = $1")
+            .bind(key)
+            .fetch_optional(db)
+            .await?;
+    row.map(|r| rows::idempotency(&r)).transpose()
+}
+
 async fn put_record<'e>(
     db: impl sqlx::Executor<'e, Database = Postgres>,
     record: &IdempotencyRecord,
@@ -426,15 +439,16 @@ impl Store for PostgresStore {
         Ok(())
     }
 
-    async fn write_batch(
-        &self,
-        run_id: &str,
-        batch: EventBatch,
-        now: i64,
-    ) -> StoreResult<BatchResponse> {
+    async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
         let mut tx = self.pool.begin().await?;
         lock_run(&mut tx, run_id).await?;
         let project = run_project(&mut tx, run_id).await?;
+        if let Some(receipt) = &batch.receipt {
+            // Under the run's lock: a racing request with this key has committed.
+            if let Some(record) = get_record(&mut *tx, &receipt.key).await? {
+                return Ok(Written::Replay(record));
+            }
+        }
         let mut warnings = Vec::new();
         if !batch.events.is_empty() {
             let plan = plan_batch(
@@ -454,17 +468,11 @@ impl Store for PostgresStore {
             put_record(&mut *tx, &receipt.record(&answer)?, now).await?;
         }
         tx.commit().await?;
-        Ok(answer)
+        Ok(Written::Stored(answer))
     }
 
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        let row = sqlx::query(
-            "SELECT key, fingerprint, status, response FROM idempotency WHERE key = $1",
-        )
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.map(|r| rows::idempotency(&r)).transpose()
+        get_record(&self.pool, key).await
     }
 
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()> {

@@ -1,6 +1,7 @@
 //! The embedded backend: one SQLite file in WAL mode, one writer connection (SQLite
 //! allows one writer at a time anyway) and a pool of readers.
 
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
+use tokio::sync::oneshot;
 use treeline_app::wire::{
     BatchResponse, MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList,
     RunSummary, RunUpsert, SpanDetail, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals,
@@ -17,9 +19,11 @@ use treeline_app::wire::{
 };
 
 use super::cursor::page_cursor;
+use super::group::GroupCommit;
 use super::rows::{self, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::{
     Cursor, EventBatch, IdempotencyRecord, Store, StoreError, StoreResult, TraceQuery, TraceSort,
+    Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -34,9 +38,21 @@ const WRITER_CACHE_KIB: i64 = 8 * 1024;
 /// Each reader's page cache: long trace-list scans want it (project search p95 was
 /// 52 ms with 8 MiB, 18 ms with 32 MiB, at 1M traces), and ingest does not mind.
 const READER_CACHE_KIB: i64 = 32 * 1024;
+/// Most events one group-commit transaction takes.
+const GROUP_MAX_EVENTS: usize = 20_000;
+
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    batches: GroupCommit<BatchJob>,
+}
+
+/// An event batch waiting for its group's transaction.
+struct BatchJob {
+    run_id: String,
+    batch: EventBatch,
+    now: i64,
+    reply: oneshot::Sender<StoreResult<Written>>,
 }
 
 impl SqliteStore {
@@ -54,7 +70,8 @@ impl SqliteStore {
             // FULL: a commit is on disk before the batch is acknowledged.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
-            .pragma("temp_store", "memory");
+            .pragma("temp_store", "memory")
+            .pragma("wal_autocheckpoint", "4000");
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
@@ -75,7 +92,11 @@ impl SqliteStore {
                     .pragma("cache_size", format!("-{READER_CACHE_KIB}")),
             )
             .await?;
-        Ok(SqliteStore { writer, reader })
+        Ok(SqliteStore {
+            writer,
+            reader,
+            batches: GroupCommit::new(GROUP_MAX_EVENTS),
+        })
     }
 }
 
@@ -327,6 +348,113 @@ async fn run_project(tx: &mut Transaction<'_, Sqlite>, run_id: &str) -> StoreRes
         .ok_or_else(|| StoreError::RunNotFound(run_id.to_string()))
 }
 
+/// Writes a group of event batches in one transaction and answers each. A batch
+/// for an unknown run is answered alone; a failed transaction fails them all, and
+/// none was acknowledged.
+async fn write_group(writer: SqlitePool, jobs: Vec<BatchJob>) {
+    let mut replies = Vec::with_capacity(jobs.len());
+    let mut work = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        replies.push(job.reply);
+        work.push((job.run_id, job.batch, job.now));
+    }
+    match write_together(&writer, work).await {
+        Ok(answers) => {
+            for (reply, answer) in replies.into_iter().zip(answers) {
+                let _ = reply.send(answer);
+            }
+        }
+        Err(e) => {
+            let message = e.to_string();
+            for reply in replies {
+                let _ = reply.send(Err(StoreError::GroupFailed(message.clone())));
+            }
+        }
+    }
+}
+
+async fn write_together(
+    writer: &SqlitePool,
+    work: Vec<(String, EventBatch, i64)>,
+) -> StoreResult<Vec<StoreResult<Written>>> {
+    let mut tx = writer.begin().await?;
+    let keys: Vec<&str> = work
+        .iter()
+        .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
+        .collect();
+    // Keys answered before, and keys answered by earlier batches of this group.
+    let mut answered = get_records(&mut tx, &keys).await?;
+    let mut projects: HashMap<String, String> = HashMap::new();
+    let mut answers = Vec::with_capacity(work.len());
+    for (run_id, batch, now) in work {
+        if let Some(record) = batch.receipt.as_ref().and_then(|r| answered.get(&r.key)) {
+            answers.push(Ok(Written::Replay(record.clone())));
+            continue;
+        }
+        let project = match projects.get(&run_id) {
+            Some(project) => project.clone(),
+            None => match run_project(&mut tx, &run_id).await {
+                Ok(project) => {
+                    projects.insert(run_id.clone(), project.clone());
+                    project
+                }
+                Err(e @ StoreError::RunNotFound(_)) => {
+                    answers.push(Err(e));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        let receipt = batch.receipt.clone();
+        let answer = write_one(&mut tx, &run_id, &project, batch, now).await?;
+        if let Some(receipt) = receipt {
+            let record = receipt.record(&answer)?;
+            put_record(&mut *tx, &record, now).await?;
+            answered.insert(receipt.key, record);
+        }
+        answers.push(Ok(Written::Stored(answer)));
+    }
+    tx.commit().await?;
+    Ok(answers)
+}
+
+/// The stored records of `keys`, by key.
+async fn get_records(
+    tx: &mut Transaction<'_, Sqlite>,
+    keys: &[&str],
+) -> StoreResult<HashMap<String, IdempotencyRecord>> {
+    if keys.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let keys = serde_json::to_string(keys).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let rows = sqlx::query(
+        "SELECT i.key, i.fingerprint, i.status, i.response
+           FROM json_each(?1) AS k CROSS JOIN idempotency i ON i.key = k.value",
+    )
+    .bind(keys)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|r| rows::idempotency(r).map(|record| (record.key.clone(), record)))
+        .collect()
+}
+
+async fn write_one(
+    tx: &mut Transaction<'_, Sqlite>,
+    run_id: &str,
+    project: &str,
+    batch: EventBatch,
+    now: i64,
+) -> StoreResult<BatchResponse> {
+    let mut warnings = Vec::new();
+    if !batch.events.is_empty() {
+        let plan = plan_batch(&mut SqliteLoader { tx, run_id }, batch.events, now).await?;
+        write_plan(tx, run_id, project, &plan, now).await?;
+        warnings = plan.warnings;
+    }
+    Ok(batch.parsed.with_warnings(warnings))
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool> {
@@ -428,39 +556,30 @@ impl Store for SqliteStore {
         Ok(())
     }
 
-    async fn write_batch(
-        &self,
-        run_id: &str,
-        batch: EventBatch,
-        now: i64,
-    ) -> StoreResult<BatchResponse> {
-        let mut tx = self.writer.begin().await?;
-        let project = run_project(&mut tx, run_id).await?;
-        let mut warnings = Vec::new();
-        if !batch.events.is_empty() {
-            let plan = plan_batch(
-                &mut SqliteLoader {
-                    tx: &mut tx,
-                    run_id,
-                },
-                batch.events,
-                now,
+    async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
+        let (reply, answer) = oneshot::channel();
+        let job = BatchJob {
+            run_id: run_id.to_string(),
+            batch,
+            now,
+            reply,
+        };
+        let writer = self.writer.clone();
+        self.batches
+            .submit(
+                job,
+                |job| job.batch.events.len().max(1),
+                move |jobs| write_group(writer, jobs),
             )
-            .await?;
-            write_plan(&mut tx, run_id, &project, &plan, now).await?;
-            warnings = plan.warnings;
-        }
-        let answer = batch.parsed.with_warnings(warnings);
-        if let Some(receipt) = &batch.receipt {
-            put_record(&mut *tx, &receipt.record(&answer)?, now).await?;
-        }
-        tx.commit().await?;
-        Ok(answer)
+            .await;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(StoreError::GroupFailed("the writer stopped".into())))
     }
 
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>> {
-        // On the writer: every batch asks this, and a reader's page cache is dropped
-        // whole each time it sees a commit, which cost more than the lookup itself.
+        // On the writer: a reader's page cache is dropped whole each time it sees a
+        // commit, which costs more than the lookup itself.
         let row =
             sqlx::query("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ?")
                 .bind(key)
@@ -805,5 +924,62 @@ impl Store for SqliteStore {
             truncated,
             limit: STEP_LIMIT,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Receipt;
+    use treeline_app::wire::{parse_event, RunUpsert};
+
+    fn keyed(key: &str, span: &str) -> EventBatch {
+        let event = serde_json::json!({"op": "open", "trace_id": "t1", "span_id": span,
+            "name": "root", "kind": "rollout", "ts": 1});
+        let (event, _) = parse_event(&event).expect("valid event");
+        EventBatch {
+            events: vec![(0, event)],
+            parsed: BatchResponse {
+                accepted: 1,
+                ..Default::default()
+            },
+            receipt: Some(Receipt {
+                key: key.into(),
+                fingerprint: format!("of {span}"),
+            }),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_key_answered_earlier_in_the_same_group_is_replayed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = SqliteStore::open(&dir.path().join("t.db").display().to_string())
+            .await
+            .expect("open");
+        let run = RunUpsert {
+            project: "p".into(),
+            ..Default::default()
+        };
+        store.upsert_run("r1", &run, 1).await.expect("run");
+        let work = vec![
+            ("r1".to_string(), keyed("k1", "a"), 2),
+            ("nope".to_string(), keyed("k2", "b"), 2),
+            ("r1".to_string(), keyed("k1", "c"), 2),
+        ];
+        let answers = write_together(&store.writer, work).await.expect("group");
+        assert!(matches!(&answers[0], Ok(Written::Stored(a)) if a.accepted == 1));
+        assert!(matches!(&answers[1], Err(StoreError::RunNotFound(_))));
+        // The third reuses k1 with another body: it gets k1's record (the HTTP layer
+        // answers 422 on the fingerprint), and its span is not written.
+        assert!(matches!(&answers[2], Ok(Written::Replay(r)) if r.fingerprint == "of a"));
+        assert_eq!(
+            store
+                .get_trace("r1", "t1")
+                .await
+                .unwrap()
+                .unwrap()
+                .span_count,
+            1
+        );
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use treeline_app::wire::{parse_event, RunUpsert, Warning};
+use treeline_app::wire::{parse_event, RunUpsert, SpanEvent, Warning};
 use treeline_server::store::{self, Store};
 
 pub struct TestStore {
@@ -63,15 +63,19 @@ pub async fn run(store: &Arc<dyn Store>, run_id: &str) {
         .expect("upsert run");
 }
 
-/// Writes events given as JSON, as the HTTP layer would after parsing them.
-pub async fn write(store: &Arc<dyn Store>, run_id: &str, events: &[Value]) -> Vec<Warning> {
-    let parsed = events
+/// Events given as JSON, parsed as the HTTP layer would, with their indexes.
+pub fn parsed(events: &[Value]) -> Vec<(usize, SpanEvent)> {
+    events
         .iter()
         .enumerate()
         .map(|(i, e)| (i, parse_event(e).expect("valid event").0))
-        .collect();
+        .collect()
+}
+
+/// Writes events given as JSON, as the HTTP layer would after parsing them.
+pub async fn write(store: &Arc<dyn Store>, run_id: &str, events: &[Value]) -> Vec<Warning> {
     store
-        .write_events(run_id, parsed, 5_000)
+        .write_events(run_id, parsed(events), 5_000)
         .await
         .expect("write events")
 }

@@ -4,10 +4,14 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::common::{close, open, run, with, write};
+use crate::common::{close, open, parsed, run, with, write};
 use serde_json::json;
-use treeline_app::wire::{MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus};
-use treeline_server::store::{Cursor, Store, StoreError, TraceQuery, TraceSort};
+use treeline_app::wire::{
+    BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
+};
+use treeline_server::store::{
+    Cursor, EventBatch, Receipt, Store, StoreError, TraceQuery, TraceSort, Written,
+};
 
 type S = Arc<dyn Store>;
 
@@ -436,6 +440,67 @@ async fn a_replayed_batch_stores_nothing_twice(s: S) {
     );
 }
 
+/// A batch as the HTTP layer hands it over, under an Idempotency-Key.
+fn keyed_batch(events: &[serde_json::Value], key: &str) -> EventBatch {
+    let events = parsed(events);
+    EventBatch {
+        parsed: BatchResponse {
+            accepted: events.len(),
+            ..Default::default()
+        },
+        events,
+        receipt: Some(Receipt {
+            key: key.into(),
+            fingerprint: format!("fingerprint of {key}"),
+        }),
+    }
+}
+
+async fn batches_racing_with_one_key_write_once(s: S) {
+    run(&s, "r1").await;
+    let events = [
+        open("t1", "root", None, "rollout", 0),
+        open("t1", "a", Some("root"), "tool", 1),
+    ];
+    let racing = (0..8).map(|_| s.write_batch("r1", keyed_batch(&events, "k1"), 5_000));
+    let written = futures::future::join_all(racing).await;
+    let mut stored = Vec::new();
+    let mut replays = Vec::new();
+    for w in written {
+        match w.expect("written") {
+            Written::Stored(answer) => stored.push(answer),
+            Written::Replay(record) => replays.push(record),
+        }
+    }
+    assert_eq!(stored.len(), 1, "{replays:?}");
+    assert_eq!((stored[0].accepted, stored[0].warnings.len()), (2, 0));
+    assert_eq!(replays.len(), 7);
+    let first = serde_json::to_string(&stored[0]).unwrap();
+    assert!(replays.iter().all(|r| r.response == first && r.key == "k1"));
+    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    assert_eq!(trace.span_count, 2);
+}
+
+async fn a_batch_for_an_unknown_run_fails_alone(s: S) {
+    run(&s, "r1").await;
+    let events = [open("t1", "root", None, "rollout", 0)];
+    let (known, unknown) = futures::join!(
+        s.write_batch("r1", keyed_batch(&events, "k1"), 5_000),
+        s.write_batch("nope", keyed_batch(&events, "k2"), 5_000),
+    );
+    assert!(matches!(known, Ok(Written::Stored(_))), "{known:?}");
+    assert!(
+        matches!(unknown, Err(StoreError::RunNotFound(_))),
+        "{unknown:?}"
+    );
+    assert_eq!(
+        s.get_trace("r1", "t1").await.unwrap().unwrap().span_count,
+        1
+    );
+    // The failed batch kept no answer: its key is still free.
+    assert!(s.idempotency_get("k2").await.unwrap().is_none());
+}
+
 async fn step_activity_counts_traces_per_step_and_the_unstepped(s: S) {
     run(&s, "r1").await;
     for (i, (step, status)) in [
@@ -706,6 +771,8 @@ conformance!(
     children_out_of_order_are_orphans_until_their_parent_arrives,
     a_ten_thousand_span_trace_pages_its_children_in_start_order,
     a_replayed_batch_stores_nothing_twice,
+    batches_racing_with_one_key_write_once,
+    a_batch_for_an_unknown_run_fails_alone,
     step_activity_counts_traces_per_step_and_the_unstepped,
     runs_are_created_once_and_keep_their_project,
     metrics_are_kept_by_step_and_read_in_order,

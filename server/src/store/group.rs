@@ -1,0 +1,112 @@
+//! Group commit: requests that arrive while a transaction is being written wait,
+//! and the next one to get the gate writes all of them in a single transaction.
+//! With one writer, an ingest request otherwise spends most of its time handing
+//! the connection back and forth; sharing the transaction shares that cost and
+//! the commit's fsync.
+
+use std::future::Future;
+use std::sync::Mutex;
+
+/// A queue of jobs and the gate one group passes at a time. A job carries its own
+/// way to answer (a oneshot sender, say); the group's writer answers every job.
+pub struct GroupCommit<J> {
+    queue: Mutex<Vec<J>>,
+    gate: tokio::sync::Mutex<()>,
+    /// Most weight one group takes (events, say), so one transaction stays bounded.
+    max_weight: usize,
+}
+
+impl<J: Send + 'static> GroupCommit<J> {
+    pub fn new(max_weight: usize) -> Self {
+        GroupCommit {
+            queue: Mutex::new(Vec::new()),
+            gate: tokio::sync::Mutex::new(()),
+            max_weight,
+        }
+    }
+
+    /// Queues `job`, then waits its turn at the gate and writes whatever is queued
+    /// by then (the job itself, unless an earlier group took it). The caller awaits
+    /// the job's answer afterwards.
+    pub async fn submit<W, F, Fut>(&self, job: J, weight: W, write: F)
+    where
+        W: Fn(&J) -> usize,
+        F: FnOnce(Vec<J>) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.lock_queue().push(job);
+        let _turn = self.gate.lock().await;
+        let group = self.take(weight);
+        if !group.is_empty() {
+            // Spawned, so a caller that goes away mid-write leaves the group whole;
+            // it still answers every job it took.
+            let _ = tokio::spawn(write(group)).await;
+        }
+    }
+
+    /// The oldest jobs up to `max_weight` (at least one).
+    fn take<W: Fn(&J) -> usize>(&self, weight: W) -> Vec<J> {
+        let mut queue = self.lock_queue();
+        let mut total = 0;
+        let mut n = 0;
+        for job in queue.iter() {
+            total += weight(job);
+            if n > 0 && total > self.max_weight {
+                break;
+            }
+            n += 1;
+        }
+        queue.drain(..n).collect()
+    }
+
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<J>> {
+        // A panic while holding this lock can only come from Vec itself; the queue
+        // is still a valid list.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use tokio::sync::oneshot;
+
+    type Job = (usize, oneshot::Sender<usize>);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_job_is_answered_and_groups_respect_the_weight_cap() {
+        let group = Arc::new(GroupCommit::<Job>::new(10));
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let mut waiting = Vec::new();
+        for i in 0..200 {
+            let (group, sizes) = (group.clone(), sizes.clone());
+            waiting.push(tokio::spawn(async move {
+                let (tx, rx) = oneshot::channel();
+                group
+                    .submit(
+                        (i, tx),
+                        |_| 3,
+                        move |jobs: Vec<Job>| async move {
+                            sizes.lock().unwrap().push(jobs.len());
+                            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                            for (i, reply) in jobs {
+                                let _ = reply.send(i * 2);
+                            }
+                        },
+                    )
+                    .await;
+                rx.await.unwrap()
+            }));
+        }
+        for (i, w) in waiting.into_iter().enumerate() {
+            assert_eq!(w.await.unwrap(), i * 2);
+        }
+        let sizes = sizes.lock().unwrap();
+        assert_eq!(sizes.iter().sum::<usize>(), 200);
+        // Weight 3 each under a cap of 10: at most 3 jobs per group, and with 200
+        // callers racing, some groups do hold more than one.
+        assert!(sizes.iter().all(|&n| (1..=3).contains(&n)), "{sizes:?}");
+        assert!(sizes.iter().any(|&n| n > 1), "{sizes:?}");
+    }
+}
