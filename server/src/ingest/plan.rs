@@ -127,10 +127,17 @@ pub async fn plan_batch<L: Loader>(
         plan: Plan::default(),
         loader,
     };
-    for state in batch.loader.load_spans(&keys).await? {
-        batch.insert(state);
+    let known = batch.loader.load_traces(&trace_ids).await?;
+    // Every stored span's trace has a summary row, written in the same transaction,
+    // so only spans of known traces can exist: a batch of new traces probes nothing.
+    let known_ids: HashSet<&str> = known.iter().map(|t| t.trace_id.as_str()).collect();
+    keys.retain(|(trace_id, _)| known_ids.contains(trace_id.as_str()));
+    if !keys.is_empty() {
+        for state in batch.loader.load_spans(&keys).await? {
+            batch.insert(state);
+        }
     }
-    for state in batch.loader.load_traces(&trace_ids).await? {
+    for state in known {
         batch
             .before
             .insert(state.trace_id.clone(), Some(state.activity()));
