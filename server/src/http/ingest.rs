@@ -116,7 +116,22 @@ async fn write_events(
     // The key is looked up in the write's own transaction (two requests racing
     // with one key write once), so a replay is parsed like any request first.
     let receipt = receipt(&headers, &format!("events/{run_id}"), &bytes)?;
-    let items = body::list(body::json(&bytes)?, "events", MAX_ITEMS)?;
+    // Decoding a batch is long CPU work: off the async workers, which also carry
+    // the store's writer from statement to statement.
+    let batch = tokio::task::spawn_blocking(move || decode_events(&bytes, receipt))
+        .await
+        .map_err(|e| ApiError::Internal(format!("decoding events: {e}")))??;
+    let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
+    match state.store.write_batch(&run_id, batch, now_us()).await? {
+        Written::Stored(answer) => Ok(Json(answer).into_response()),
+        Written::Replay(record) => replayed(record, fingerprint.as_deref().unwrap_or_default()),
+    }
+}
+
+/// The valid events of a request, what was wrong with the others, and the receipt
+/// the answer is to be kept under (in the events' own transaction).
+fn decode_events(bytes: &[u8], receipt: Option<Receipt>) -> ApiResult<EventBatch> {
+    let items = body::list(body::json(bytes)?, "events", MAX_ITEMS)?;
     let mut parsed = BatchResponse::default();
     let mut events = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
@@ -133,17 +148,11 @@ async fn write_events(
         }
     }
     parsed.accepted = events.len();
-    // The answer is kept with the events, in their transaction.
-    let batch = EventBatch {
+    Ok(EventBatch {
         events,
         parsed,
         receipt,
-    };
-    let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
-    match state.store.write_batch(&run_id, batch, now_us()).await? {
-        Written::Stored(answer) => Ok(Json(answer).into_response()),
-        Written::Replay(record) => replayed(record, fingerprint.as_deref().unwrap_or_default()),
-    }
+    })
 }
 
 fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
