@@ -7,6 +7,8 @@
 use std::future::Future;
 use std::sync::Mutex;
 
+use tokio::sync::oneshot;
+
 /// A queue of jobs and the gate one group passes at a time. A job carries its own
 /// way to answer (a oneshot sender, say); the group's writer answers every job.
 pub struct GroupCommit<J> {
@@ -25,22 +27,35 @@ impl<J: Send + 'static> GroupCommit<J> {
         }
     }
 
-    /// Queues `job`, then waits its turn at the gate and writes whatever is queued
-    /// by then (the job itself, unless an earlier group took it). The caller awaits
-    /// the job's answer afterwards.
-    pub async fn submit<W, F, Fut>(&self, job: J, weight: W, write: F)
+    /// Queues `job` and returns its answer: written by whichever group takes it.
+    /// Until then the caller waits for the gate, and when it gets it, writes what is
+    /// queued (its own job, unless an earlier group took it).
+    pub async fn submit<R, W, F, Fut>(
+        &self,
+        job: J,
+        mut answer: oneshot::Receiver<R>,
+        weight: W,
+        write: F,
+    ) -> Result<R, oneshot::error::RecvError>
     where
         W: Fn(&J) -> usize,
         F: FnOnce(Vec<J>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.lock_queue().push(job);
-        let _turn = self.gate.lock().await;
-        let group = self.take(weight);
-        if !group.is_empty() {
-            // Spawned, so a caller that goes away mid-write leaves the group whole;
-            // it still answers every job it took.
-            let _ = tokio::spawn(write(group)).await;
+        tokio::select! {
+            // A job another group took is answered without queueing for the gate.
+            answered = &mut answer => answered,
+            turn = self.gate.lock() => {
+                let group = self.take(weight);
+                if !group.is_empty() {
+                    // Spawned, so a caller that goes away mid-write leaves the group
+                    // whole; it still answers every job it took.
+                    let _ = tokio::spawn(write(group)).await;
+                }
+                drop(turn);
+                answer.await
+            }
         }
     }
 
@@ -70,7 +85,6 @@ impl<J: Send + 'static> GroupCommit<J> {
 mod tests {
     use super::*;
     use std::sync::Arc;
-    use tokio::sync::oneshot;
 
     type Job = (usize, oneshot::Sender<usize>);
 
@@ -83,20 +97,14 @@ mod tests {
             let (group, sizes) = (group.clone(), sizes.clone());
             waiting.push(tokio::spawn(async move {
                 let (tx, rx) = oneshot::channel();
-                group
-                    .submit(
-                        (i, tx),
-                        |_| 3,
-                        move |jobs: Vec<Job>| async move {
-                            sizes.lock().unwrap().push(jobs.len());
-                            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
-                            for (i, reply) in jobs {
-                                let _ = reply.send(i * 2);
-                            }
-                        },
-                    )
-                    .await;
-                rx.await.unwrap()
+                let write = move |jobs: Vec<Job>| async move {
+                    sizes.lock().unwrap().push(jobs.len());
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                    for (i, reply) in jobs {
+                        let _ = reply.send(i * 2);
+                    }
+                };
+                group.submit((i, tx), rx, |_| 3, write).await.unwrap()
             }));
         }
         for (i, w) in waiting.into_iter().enumerate() {
@@ -108,5 +116,50 @@ mod tests {
         // callers racing, some groups do hold more than one.
         assert!(sizes.iter().all(|&n| (1..=3).contains(&n)), "{sizes:?}");
         assert!(sizes.iter().any(|&n| n > 1), "{sizes:?}");
+    }
+
+    /// A caller whose job an earlier group wrote returns with its answer, without
+    /// waiting for the gate that the group's writer still holds.
+    #[tokio::test]
+    async fn an_answered_job_does_not_wait_for_the_gate() {
+        let group = Arc::new(GroupCommit::<Job>::new(100));
+        let (hold_first, first_held) = oneshot::channel::<()>();
+        let (_hold_second, second_held) = oneshot::channel::<()>();
+        let submit = |i: usize, held: Option<oneshot::Receiver<()>>| {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let (tx, rx) = oneshot::channel();
+                // Job 0's writer waits before answering, job 1's after (still
+                // holding the gate).
+                let (before, after) = if i == 0 { (held, None) } else { (None, held) };
+                let write = move |jobs: Vec<Job>| async move {
+                    wait_for(before).await;
+                    for (i, reply) in jobs {
+                        let _ = reply.send(i);
+                    }
+                    wait_for(after).await;
+                };
+                group.submit((i, tx), rx, |_| 1, write).await
+            })
+        };
+        let a = submit(0, Some(first_held));
+        tokio::task::yield_now().await;
+        let b = submit(1, Some(second_held));
+        let c = submit(2, None);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let _ = hold_first.send(());
+        assert_eq!(a.await.unwrap().unwrap(), 0);
+        // b leads the second group (b and c) and never lets go of the gate.
+        let c = tokio::time::timeout(std::time::Duration::from_secs(5), c).await;
+        assert_eq!(c.expect("c was answered").unwrap().unwrap(), 2);
+        b.abort();
+    }
+
+    async fn wait_for(held: Option<oneshot::Receiver<()>>) {
+        if let Some(held) = held {
+            let _ = held.await;
+        }
     }
 }

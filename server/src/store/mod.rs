@@ -3,6 +3,7 @@
 
 mod cursor;
 mod group;
+mod merge;
 mod postgres;
 mod rows;
 mod sqlite;

@@ -1,7 +1,7 @@
 //! The embedded backend: one SQLite file in WAL mode, one writer connection (SQLite
 //! allows one writer at a time anyway) and a pool of readers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -13,13 +13,14 @@ use sqlx::sqlite::{
 use sqlx::{QueryBuilder, Row, Sqlite, Transaction};
 use tokio::sync::oneshot;
 use treeline_app::wire::{
-    BatchResponse, MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList,
-    RunSummary, RunUpsert, SpanDetail, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals,
-    StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
+    MetricPoint, ProjectList, ProjectSummary, RunDetail, RunFinish, RunList, RunSummary, RunUpsert,
+    SpanDetail, SpanKind, SpanNode, SpanPage, StepActivity, StepTotals, StepsResponse, TraceList,
+    TraceSummary, STEP_LIMIT,
 };
 
 use super::cursor::page_cursor;
 use super::group::GroupCommit;
+use super::merge::RunBatch;
 use super::rows::{self, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::{
     Cursor, EventBatch, IdempotencyRecord, Store, StoreError, StoreResult, TraceQuery, TraceSort,
@@ -77,6 +78,9 @@ impl SqliteStore {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
+            // An in-process connection has nothing to check, and each group of
+            // batches would pay a round trip to the writer's thread for it.
+            .test_before_acquire(false)
             .connect_with(
                 options
                     .clone()
@@ -340,6 +344,29 @@ async fn put_record<'e>(
     Ok(())
 }
 
+/// Keeps the answers of a group's keyed batches, in one statement per chunk.
+async fn put_records(
+    tx: &mut Transaction<'_, Sqlite>,
+    records: &[IdempotencyRecord],
+    now: i64,
+) -> StoreResult<()> {
+    for chunk in records.chunks(SPAN_CHUNK) {
+        let mut q = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO idempotency (key, fingerprint, status, response, created_us) ",
+        );
+        q.push_values(chunk, |mut b, r| {
+            b.push_bind(&r.key)
+                .push_bind(&r.fingerprint)
+                .push_bind(i64::from(r.status))
+                .push_bind(&r.response)
+                .push_bind(now);
+        });
+        q.push(" ON CONFLICT (key) DO NOTHING");
+        q.build().execute(&mut **tx).await?;
+    }
+    Ok(())
+}
+
 async fn run_project(tx: &mut Transaction<'_, Sqlite>, run_id: &str) -> StoreResult<String> {
     sqlx::query_scalar("SELECT project FROM runs WHERE run_id = ?")
         .bind(run_id)
@@ -373,6 +400,9 @@ async fn write_group(writer: SqlitePool, jobs: Vec<BatchJob>) {
     }
 }
 
+/// A group's batches, one merged batch per run, in one transaction. Each batch is
+/// answered as if written alone: a key answered before, or earlier in the group,
+/// replays that answer, and an unknown run fails only its own batch.
 async fn write_together(
     writer: &SqlitePool,
     work: Vec<(String, EventBatch, i64)>,
@@ -382,40 +412,74 @@ async fn write_together(
         .iter()
         .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
         .collect();
-    // Keys answered before, and keys answered by earlier batches of this group.
     let mut answered = get_records(&mut tx, &keys).await?;
-    let mut projects: HashMap<String, String> = HashMap::new();
-    let mut answers = Vec::with_capacity(work.len());
-    for (run_id, batch, now) in work {
-        if let Some(record) = batch.receipt.as_ref().and_then(|r| answered.get(&r.key)) {
-            answers.push(Ok(Written::Replay(record.clone())));
-            continue;
+    let mut answers: Vec<Option<StoreResult<Written>>> = work.iter().map(|_| None).collect();
+    let mut runs: Vec<RunBatch> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut replays_of_taken = Vec::new();
+    for (job, (run_id, batch, now)) in work.into_iter().enumerate() {
+        let key = batch.receipt.as_ref().map(|r| r.key.clone());
+        if let Some(key) = key.as_ref() {
+            if let Some(record) = answered.get(key) {
+                answers[job] = Some(Ok(Written::Replay(record.clone())));
+                continue;
+            }
+            if taken.contains(key) {
+                replays_of_taken.push((job, key.clone()));
+                continue;
+            }
         }
-        let project = match projects.get(&run_id) {
-            Some(project) => project.clone(),
+        let run = match runs.iter().position(|r| r.run_id == run_id) {
+            Some(i) => i,
             None => match run_project(&mut tx, &run_id).await {
                 Ok(project) => {
-                    projects.insert(run_id.clone(), project.clone());
-                    project
+                    runs.push(RunBatch::new(run_id, project));
+                    runs.len() - 1
                 }
                 Err(e @ StoreError::RunNotFound(_)) => {
-                    answers.push(Err(e));
+                    answers[job] = Some(Err(e));
                     continue;
                 }
                 Err(e) => return Err(e),
             },
         };
-        let receipt = batch.receipt.clone();
-        let answer = write_one(&mut tx, &run_id, &project, batch, now).await?;
-        if let Some(receipt) = receipt {
-            let record = receipt.record(&answer)?;
-            put_record(&mut *tx, &record, now).await?;
-            answered.insert(receipt.key, record);
-        }
-        answers.push(Ok(Written::Stored(answer)));
+        taken.extend(key);
+        runs[run].push(job, batch, now);
     }
+
+    let mut records = Vec::new();
+    let mut latest = 0;
+    for mut run in runs {
+        let events = std::mem::take(&mut run.events);
+        latest = latest.max(run.now);
+        let mut warnings = Vec::new();
+        if !events.is_empty() {
+            let loader = &mut SqliteLoader {
+                tx: &mut tx,
+                run_id: &run.run_id,
+            };
+            let plan = plan_batch(loader, events, run.now).await?;
+            write_plan(&mut tx, &run.run_id, &run.project, &plan, run.now).await?;
+            warnings = plan.warnings;
+        }
+        for a in run.answers(warnings) {
+            if let Some(receipt) = a.receipt {
+                let record = receipt.record(&a.answer)?;
+                answered.insert(record.key.clone(), record.clone());
+                records.push(record);
+            }
+            answers[a.job] = Some(Ok(Written::Stored(a.answer)));
+        }
+    }
+    for (job, key) in replays_of_taken {
+        answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
+    }
+    put_records(&mut tx, &records, latest).await?;
     tx.commit().await?;
-    Ok(answers)
+    Ok(answers
+        .into_iter()
+        .map(|a| a.unwrap_or_else(|| Err(StoreError::GroupFailed("batch left unanswered".into()))))
+        .collect())
 }
 
 /// The stored records of `keys`, by key.
@@ -437,22 +501,6 @@ async fn get_records(
     rows.iter()
         .map(|r| rows::idempotency(r).map(|record| (record.key.clone(), record)))
         .collect()
-}
-
-async fn write_one(
-    tx: &mut Transaction<'_, Sqlite>,
-    run_id: &str,
-    project: &str,
-    batch: EventBatch,
-    now: i64,
-) -> StoreResult<BatchResponse> {
-    let mut warnings = Vec::new();
-    if !batch.events.is_empty() {
-        let plan = plan_batch(&mut SqliteLoader { tx, run_id }, batch.events, now).await?;
-        write_plan(tx, run_id, project, &plan, now).await?;
-        warnings = plan.warnings;
-    }
-    Ok(batch.parsed.with_warnings(warnings))
 }
 
 #[async_trait]
@@ -565,14 +613,10 @@ impl Store for SqliteStore {
             reply,
         };
         let writer = self.writer.clone();
+        let write = move |jobs| write_group(writer, jobs);
+        let weight = |job: &BatchJob| job.batch.events.len().max(1);
         self.batches
-            .submit(
-                job,
-                |job| job.batch.events.len().max(1),
-                move |jobs| write_group(writer, jobs),
-            )
-            .await;
-        answer
+            .submit(job, answer, weight, write)
             .await
             .unwrap_or_else(|_| Err(StoreError::GroupFailed("the writer stopped".into())))
     }
@@ -931,7 +975,7 @@ impl Store for SqliteStore {
 mod tests {
     use super::*;
     use crate::store::Receipt;
-    use treeline_app::wire::{parse_event, RunUpsert};
+    use treeline_app::wire::{parse_event, BatchResponse, RunUpsert};
 
     fn keyed(key: &str, span: &str) -> EventBatch {
         let event = serde_json::json!({"op": "open", "trace_id": "t1", "span_id": span,

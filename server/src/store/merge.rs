@@ -1,0 +1,140 @@
+//! The batches of one group-commit transaction folded into one batch per run. A
+//! run's events go through the ingest rules once, in arrival order, which is what
+//! applying its batches one after another does, but with one set of reads and
+//! statements. Each batch still gets its own answer, with its own event indexes.
+
+use treeline_app::wire::{BatchResponse, SpanEvent, Warning};
+
+use super::{EventBatch, Receipt};
+
+/// The batches of one run in a group, their events renumbered to follow each other.
+pub struct RunBatch {
+    pub run_id: String,
+    pub project: String,
+    /// Events of every member, each index shifted past the earlier members'.
+    pub events: Vec<(usize, SpanEvent)>,
+    /// The latest arrival time among the members.
+    pub now: i64,
+    members: Vec<Member>,
+    next: usize,
+}
+
+/// One batch's place in its run's merged batch.
+struct Member {
+    job: usize,
+    offset: usize,
+    parsed: BatchResponse,
+    receipt: Option<Receipt>,
+}
+
+/// A member's own answer, and the receipt to keep it under.
+pub struct Answered {
+    pub job: usize,
+    pub receipt: Option<Receipt>,
+    pub answer: BatchResponse,
+}
+
+impl RunBatch {
+    pub fn new(run_id: String, project: String) -> Self {
+        RunBatch {
+            run_id,
+            project,
+            events: Vec::new(),
+            now: i64::MIN,
+            members: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// Appends the batch that is job `job` of the group.
+    pub fn push(&mut self, job: usize, batch: EventBatch, now: i64) {
+        let offset = self.next;
+        self.next += batch.events.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        self.events
+            .extend(batch.events.into_iter().map(|(i, e)| (i + offset, e)));
+        self.members.push(Member {
+            job,
+            offset,
+            parsed: batch.parsed,
+            receipt: batch.receipt,
+        });
+        self.now = self.now.max(now);
+    }
+
+    /// Each member's answer, given the warnings that storing the merged events raised
+    /// (indexed as in `events`).
+    pub fn answers(self, warnings: Vec<Warning>) -> Vec<Answered> {
+        let mut own: Vec<Vec<Warning>> = self.members.iter().map(|_| Vec::new()).collect();
+        for w in warnings {
+            // The last member starting at or before the index holds it.
+            let m = self
+                .members
+                .partition_point(|m| m.offset <= w.index)
+                .saturating_sub(1);
+            if let (Some(member), Some(list)) = (self.members.get(m), own.get_mut(m)) {
+                list.push(Warning {
+                    index: w.index - member.offset,
+                    message: w.message,
+                });
+            }
+        }
+        self.members
+            .into_iter()
+            .zip(own)
+            .map(|(m, warnings)| Answered {
+                job: m.job,
+                receipt: m.receipt,
+                answer: m.parsed.with_warnings(warnings),
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use treeline_app::wire::parse_event;
+
+    fn batch(spans: &[&str]) -> EventBatch {
+        let events: Vec<(usize, SpanEvent)> = spans
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let e = serde_json::json!({"op": "open", "trace_id": "t", "span_id": s,
+                    "name": "n", "kind": "tool", "ts": 1});
+                // Index 2i: every other item of the request was rejected.
+                (2 * i, parse_event(&e).expect("valid").0)
+            })
+            .collect();
+        EventBatch {
+            parsed: BatchResponse {
+                accepted: events.len(),
+                ..Default::default()
+            },
+            events,
+            receipt: None,
+        }
+    }
+
+    #[test]
+    fn warnings_go_back_to_their_batch_with_its_own_indexes() {
+        let mut run = RunBatch::new("r".into(), "p".into());
+        run.push(4, batch(&["a", "b"]), 10); // items 0..3 -> merged 0..3
+        run.push(7, batch(&[]), 30); // no events: takes no indexes
+        run.push(9, batch(&["c", "d", "e"]), 20); // items 0..5 -> merged 3..8
+        let merged: Vec<usize> = run.events.iter().map(|(i, _)| *i).collect();
+        assert_eq!(merged, vec![0, 2, 3, 5, 7]);
+        assert_eq!(run.now, 30);
+        let warn = |index| Warning {
+            index,
+            message: format!("w{index}"),
+        };
+        let answers = run.answers(vec![warn(2), warn(3), warn(7)]);
+        let got: Vec<(usize, Vec<usize>)> = answers
+            .iter()
+            .map(|a| (a.job, a.answer.warnings.iter().map(|w| w.index).collect()))
+            .collect();
+        assert_eq!(got, vec![(4, vec![2]), (7, vec![]), (9, vec![0, 4])]);
+        assert_eq!(answers[2].answer.warnings[1].message, "w7");
+    }
+}
