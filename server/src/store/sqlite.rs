@@ -71,8 +71,7 @@ impl SqliteStore {
             // FULL: a commit is on disk before the batch is acknowledged.
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(10))
-            .pragma("temp_store", "memory")
-            .pragma("wal_autocheckpoint", "4000");
+            .pragma("temp_store", "memory");
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(1)
