@@ -212,7 +212,8 @@ fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<R
     Ok(Some(Receipt { key, fingerprint }))
 }
 
-/// The answer already kept under the receipt's key, if any.
+/// The answer kept under the receipt's key, replayed (or 422 for another body), if
+/// the key has one.
 async fn replay(state: &AppState, receipt: Option<&Receipt>) -> ApiResult<Option<Response>> {
     let Some(receipt) = receipt else {
         return Ok(None);
