@@ -142,12 +142,11 @@ impl Loader for SqliteLoader<'_, '_> {
     }
 }
 
-async fn write_plan(
+/// Upserts a plan's spans: multi-row statements of fixed shape, each prepared once.
+async fn insert_spans(
     tx: &mut Transaction<'_, Sqlite>,
     run_id: &str,
-    project: &str,
     plan: &Plan,
-    now: i64,
 ) -> StoreResult<()> {
     for chunk in plan.spans.chunks(SPAN_CHUNK) {
         let mut q = QueryBuilder::<Sqlite>::new(
@@ -206,9 +205,22 @@ async fn write_plan(
         );
         q.build().execute(&mut **tx).await?;
     }
+    Ok(())
+}
 
+/// Appends the rest of a plan's writes (trace summaries, adoptions, step activity,
+/// the run's counts) to `q`, one statement after another, to run in one execution
+/// after the span inserts: each is small, and a round trip to SQLite's thread costs
+/// more than it does.
+fn push_tail<'a>(
+    q: &mut QueryBuilder<'a, Sqlite>,
+    run_id: &'a str,
+    project: &'a str,
+    plan: &'a Plan,
+    now: i64,
+) {
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
-        let mut q = QueryBuilder::<Sqlite>::new(
+        q.push(
             "INSERT INTO traces (run_id, trace_id, project, root_span_id, name, kind, status, kinds, \
              span_count, error_count, child_tokens, root_tokens, iteration_count, step, rank, \
              thread_id, rollout_id, start_us, end_us, updated_us, attributes) ",
@@ -246,46 +258,45 @@ async fn write_plan(
              step = excluded.step, rank = excluded.rank, thread_id = excluded.thread_id, \
              rollout_id = excluded.rollout_id, start_us = excluded.start_us, \
              end_us = excluded.end_us, updated_us = excluded.updated_us, \
-             attributes = json_patch(traces.attributes, excluded.attributes)",
+             attributes = json_patch(traces.attributes, excluded.attributes);\n",
         );
-        q.build().execute(&mut **tx).await?;
     }
 
     for a in &plan.adopt {
-        sqlx::query(
-            "UPDATE spans SET tree_parent = parent_span_id
-              WHERE run_id = ?1 AND trace_id = ?2 AND tree_parent = '' AND parent_span_id = ?3",
-        )
-        .bind(run_id)
-        .bind(&a.trace_id)
-        .bind(&a.parent)
-        .execute(&mut **tx)
-        .await?;
+        q.push("UPDATE spans SET tree_parent = parent_span_id WHERE run_id = ")
+            .push_bind(run_id)
+            .push(" AND trace_id = ")
+            .push_bind(&a.trace_id)
+            .push(" AND tree_parent = '' AND parent_span_id = ")
+            .push_bind(&a.parent)
+            .push(";\n");
         if let Some(step) = a.step {
             // Down through the descendants that have no step of their own.
-            sqlx::query(
-                "WITH RECURSIVE sub(span_id) AS (
-                   SELECT span_id FROM spans
-                    WHERE run_id = ?1 AND trace_id = ?2 AND tree_parent = ?3 AND step IS NULL
-                   UNION ALL
-                   SELECT s.span_id FROM spans s JOIN sub ON s.tree_parent = sub.span_id
-                    WHERE s.run_id = ?1 AND s.trace_id = ?2 AND s.step IS NULL)
-                 UPDATE spans SET step = ?4
-                  WHERE run_id = ?1 AND trace_id = ?2 AND span_id IN (SELECT span_id FROM sub)",
-            )
-            .bind(run_id)
-            .bind(&a.trace_id)
-            .bind(&a.parent)
-            .bind(step)
-            .execute(&mut **tx)
-            .await?;
+            q.push("WITH RECURSIVE sub(span_id) AS (SELECT span_id FROM spans WHERE run_id = ")
+                .push_bind(run_id)
+                .push(" AND trace_id = ")
+                .push_bind(&a.trace_id)
+                .push(" AND tree_parent = ")
+                .push_bind(&a.parent)
+                .push(
+                    " AND step IS NULL UNION ALL SELECT s.span_id FROM spans s \
+                     JOIN sub ON s.tree_parent = sub.span_id WHERE s.run_id = ",
+                )
+                .push_bind(run_id)
+                .push(" AND s.trace_id = ")
+                .push_bind(&a.trace_id)
+                .push(" AND s.step IS NULL) UPDATE spans SET step = ")
+                .push_bind(step)
+                .push(" WHERE run_id = ")
+                .push_bind(run_id)
+                .push(" AND trace_id = ")
+                .push_bind(&a.trace_id)
+                .push(" AND span_id IN (SELECT span_id FROM sub);\n");
         }
     }
 
     if !plan.steps.is_empty() {
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO step_activity (run_id, step, traces, errored, running) ",
-        );
+        q.push("INSERT INTO step_activity (run_id, step, traces, errored, running) ");
         q.push_values(&plan.steps, |mut b, (step, d)| {
             b.push_bind(run_id)
                 .push_bind(*step)
@@ -295,33 +306,29 @@ async fn write_plan(
         });
         q.push(
             " ON CONFLICT (run_id, step) DO UPDATE SET traces = traces + excluded.traces, \
-             errored = errored + excluded.errored, running = running + excluded.running",
+             errored = errored + excluded.errored, running = running + excluded.running;\n",
         );
-        q.build().execute(&mut **tx).await?;
         if plan.steps.values().any(|d| d.traces < 0) {
-            sqlx::query("DELETE FROM step_activity WHERE run_id = ? AND traces <= 0")
-                .bind(run_id)
-                .execute(&mut **tx)
-                .await?;
+            q.push("DELETE FROM step_activity WHERE run_id = ")
+                .push_bind(run_id)
+                .push(" AND traces <= 0;\n");
         }
     }
 
     let r = plan.run;
-    sqlx::query(
-        "UPDATE runs SET trace_count = trace_count + ?, errored_count = errored_count + ?,
-                running_count = running_count + ?, unstepped_count = unstepped_count + ?,
-                updated_us = MAX(updated_us, ?)
-          WHERE run_id = ?",
-    )
-    .bind(r.traces)
-    .bind(r.errored)
-    .bind(r.running)
-    .bind(r.unstepped)
-    .bind(now)
-    .bind(run_id)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    q.push("UPDATE runs SET trace_count = trace_count + ")
+        .push_bind(r.traces)
+        .push(", errored_count = errored_count + ")
+        .push_bind(r.errored)
+        .push(", running_count = running_count + ")
+        .push_bind(r.running)
+        .push(", unstepped_count = unstepped_count + ")
+        .push_bind(r.unstepped)
+        .push(", updated_us = MAX(updated_us, ")
+        .push_bind(now)
+        .push(") WHERE run_id = ")
+        .push_bind(run_id)
+        .push(";\n");
 }
 
 async fn put_record<'e>(
@@ -343,16 +350,10 @@ async fn put_record<'e>(
     Ok(())
 }
 
-/// Keeps the answers of a group's keyed batches, in one statement per chunk.
-async fn put_records(
-    tx: &mut Transaction<'_, Sqlite>,
-    records: &[IdempotencyRecord],
-    now: i64,
-) -> StoreResult<()> {
+/// Appends keeping the answers of a group's keyed batches to `q`.
+fn push_records<'a>(q: &mut QueryBuilder<'a, Sqlite>, records: &'a [IdempotencyRecord], now: i64) {
     for chunk in records.chunks(SPAN_CHUNK) {
-        let mut q = QueryBuilder::<Sqlite>::new(
-            "INSERT INTO idempotency (key, fingerprint, status, response, created_us) ",
-        );
+        q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us) ");
         q.push_values(chunk, |mut b, r| {
             b.push_bind(&r.key)
                 .push_bind(&r.fingerprint)
@@ -360,10 +361,8 @@ async fn put_records(
                 .push_bind(&r.response)
                 .push_bind(now);
         });
-        q.push(" ON CONFLICT (key) DO NOTHING");
-        q.build().execute(&mut **tx).await?;
+        q.push(" ON CONFLICT (key) DO NOTHING;\n");
     }
-    Ok(())
 }
 
 async fn run_project(tx: &mut Transaction<'_, Sqlite>, run_id: &str) -> StoreResult<String> {
@@ -448,20 +447,21 @@ async fn write_together(
 
     let mut records = Vec::new();
     let mut latest = 0;
+    let mut plans = Vec::with_capacity(runs.len());
     for mut run in runs {
         let events = std::mem::take(&mut run.events);
         latest = latest.max(run.now);
-        let mut warnings = Vec::new();
+        let mut plan = Plan::default();
         if !events.is_empty() {
             let loader = &mut SqliteLoader {
                 tx: &mut tx,
                 run_id: &run.run_id,
             };
-            let plan = plan_batch(loader, events, run.now).await?;
-            write_plan(&mut tx, &run.run_id, &run.project, &plan, run.now).await?;
-            warnings = plan.warnings;
+            plan = plan_batch(loader, events, run.now).await?;
+            insert_spans(&mut tx, &run.run_id, &plan).await?;
         }
-        for a in run.answers(warnings) {
+        let (run_id, project, now) = (run.run_id.clone(), run.project.clone(), run.now);
+        for a in run.answers(std::mem::take(&mut plan.warnings)) {
             if let Some(receipt) = a.receipt {
                 let record = receipt.record(&a.answer)?;
                 answered.insert(record.key.clone(), record.clone());
@@ -469,11 +469,24 @@ async fn write_together(
             }
             answers[a.job] = Some(Ok(Written::Stored(a.answer)));
         }
+        plans.push((run_id, project, now, plan));
     }
     for (job, key) in replays_of_taken {
         answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
     }
-    put_records(&mut tx, &records, latest).await?;
+    let mut tail = QueryBuilder::<Sqlite>::new("");
+    let mut written = !records.is_empty();
+    for (run_id, project, now, plan) in &plans {
+        if !plan.spans.is_empty() {
+            push_tail(&mut tail, run_id, project, plan, *now);
+            written = true;
+        }
+    }
+    push_records(&mut tail, &records, latest);
+    if written {
+        // Its shape changes with every group: prepared once, not kept.
+        tail.build().persistent(false).execute(&mut *tx).await?;
+    }
     tx.commit().await?;
     Ok(answers
         .into_iter()
