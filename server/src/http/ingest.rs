@@ -113,12 +113,12 @@ async fn write_events(
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
     let bytes = body::read(&headers, raw).await?;
-    // The key is looked up in the write's own transaction (two requests racing
-    // with one key write once), so a replay is parsed like any request first.
-    let receipt = receipt(&headers, &format!("events/{run_id}"), &bytes)?;
-    // Decoding a batch is long CPU work: off the async workers, which also carry
-    // the store's writer from statement to statement.
-    let batch = tokio::task::spawn_blocking(move || decode_events(&bytes, receipt))
+    // Hashing and decoding a batch is long CPU work: off the async workers, which
+    // also carry the store's writer from statement to statement. The key is looked
+    // up in the write's own transaction (two requests racing with one key write
+    // once), so a replay is decoded like any request first.
+    let scope = format!("events/{run_id}");
+    let batch = tokio::task::spawn_blocking(move || decode_events(&headers, &scope, &bytes))
         .await
         .map_err(|e| ApiError::Internal(format!("decoding events: {e}")))??;
     let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
@@ -130,7 +130,8 @@ async fn write_events(
 
 /// The valid events of a request, what was wrong with the others, and the receipt
 /// the answer is to be kept under (in the events' own transaction).
-fn decode_events(bytes: &[u8], receipt: Option<Receipt>) -> ApiResult<EventBatch> {
+fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<EventBatch> {
+    let receipt = receipt(headers, scope, bytes)?;
     let items = body::list(body::json(bytes)?, "events", MAX_ITEMS)?;
     let mut parsed = BatchResponse::default();
     let mut events = Vec::with_capacity(items.len());

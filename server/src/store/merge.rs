@@ -62,23 +62,23 @@ impl RunBatch {
     }
 
     /// Each member's answer, given the warnings that storing the merged events raised
-    /// (indexed as in `events`).
-    pub fn answers(self, warnings: Vec<Warning>) -> Vec<Answered> {
-        let mut own: Vec<Vec<Warning>> = self.members.iter().map(|_| Vec::new()).collect();
+    /// (indexed as in `events`). Takes the members: asked once.
+    pub fn answers(&mut self, warnings: Vec<Warning>) -> Vec<Answered> {
+        let members = std::mem::take(&mut self.members);
+        let mut own: Vec<Vec<Warning>> = members.iter().map(|_| Vec::new()).collect();
         for w in warnings {
             // The last member starting at or before the index holds it.
-            let m = self
-                .members
+            let m = members
                 .partition_point(|m| m.offset <= w.index)
                 .saturating_sub(1);
-            if let (Some(member), Some(list)) = (self.members.get(m), own.get_mut(m)) {
+            if let (Some(member), Some(list)) = (members.get(m), own.get_mut(m)) {
                 list.push(Warning {
                     index: w.index - member.offset,
                     message: w.message,
                 });
             }
         }
-        self.members
+        members
             .into_iter()
             .zip(own)
             .map(|(m, warnings)| Answered {

@@ -142,7 +142,8 @@ impl Loader for SqliteLoader<'_, '_> {
     }
 }
 
-/// Upserts a plan's spans: multi-row statements of fixed shape, each prepared once.
+/// Upserts a plan's spans in multi-row statements of up to `SPAN_CHUNK` rows. Groups
+/// of similar size repeat row counts, so these statements stay prepared.
 async fn insert_spans(
     tx: &mut Transaction<'_, Sqlite>,
     run_id: &str,
@@ -331,26 +332,7 @@ fn push_tail<'a>(
         .push(";\n");
 }
 
-async fn put_record<'e>(
-    db: impl sqlx::Executor<'e, Database = Sqlite>,
-    record: &IdempotencyRecord,
-    now: i64,
-) -> StoreResult<()> {
-    sqlx::query(
-        "INSERT INTO idempotency (key, fingerprint, status, response, created_us)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
-    )
-    .bind(&record.key)
-    .bind(&record.fingerprint)
-    .bind(i64::from(record.status))
-    .bind(&record.response)
-    .bind(now)
-    .execute(db)
-    .await?;
-    Ok(())
-}
-
-/// Appends keeping the answers of a group's keyed batches to `q`.
+/// Appends keeping idempotency answers (a group's keyed batches, say) to `q`.
 fn push_records<'a>(q: &mut QueryBuilder<'a, Sqlite>, records: &'a [IdempotencyRecord], now: i64) {
     for chunk in records.chunks(SPAN_CHUNK) {
         q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us) ");
@@ -446,11 +428,9 @@ async fn write_together(
     }
 
     let mut records = Vec::new();
-    let mut latest = 0;
     let mut plans = Vec::with_capacity(runs.len());
     for mut run in runs {
         let events = std::mem::take(&mut run.events);
-        latest = latest.max(run.now);
         let mut plan = Plan::default();
         if !events.is_empty() {
             let loader = &mut SqliteLoader {
@@ -460,7 +440,6 @@ async fn write_together(
             plan = plan_batch(loader, events, run.now).await?;
             insert_spans(&mut tx, &run.run_id, &plan).await?;
         }
-        let (run_id, project, now) = (run.run_id.clone(), run.project.clone(), run.now);
         for a in run.answers(std::mem::take(&mut plan.warnings)) {
             if let Some(receipt) = a.receipt {
                 let record = receipt.record(&a.answer)?;
@@ -469,21 +448,22 @@ async fn write_together(
             }
             answers[a.job] = Some(Ok(Written::Stored(a.answer)));
         }
-        plans.push((run_id, project, now, plan));
+        plans.push((run, plan));
     }
     for (job, key) in replays_of_taken {
         answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
     }
     let mut tail = QueryBuilder::<Sqlite>::new("");
-    let mut written = !records.is_empty();
-    for (run_id, project, now, plan) in &plans {
-        if !plan.spans.is_empty() {
-            push_tail(&mut tail, run_id, project, plan, *now);
-            written = true;
-        }
+    for (run, plan) in plans.iter().filter(|(_, plan)| !plan.spans.is_empty()) {
+        push_tail(&mut tail, &run.run_id, &run.project, plan, run.now);
     }
+    let latest = plans
+        .iter()
+        .map(|(run, _)| run.now)
+        .max()
+        .unwrap_or_default();
     push_records(&mut tail, &records, latest);
-    if written {
+    if !tail.sql().is_empty() {
         // Its shape changes with every group: prepared once, not kept.
         tail.build().persistent(false).execute(&mut *tx).await?;
     }
@@ -645,7 +625,10 @@ impl Store for SqliteStore {
     }
 
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()> {
-        put_record(&self.writer, record, now).await
+        let mut q = QueryBuilder::<Sqlite>::new("");
+        push_records(&mut q, std::slice::from_ref(record), now);
+        q.build().execute(&self.writer).await?;
+        Ok(())
     }
 
     async fn idempotency_prune(&self, before_us: i64) -> StoreResult<u64> {
