@@ -140,7 +140,7 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store
-            .list_runs(None, 1, None)
+            .reads().list_runs(None, 1, None)
             .await
             .map_err(|e| format!("cannot read the database: {e}"))?
             .runs

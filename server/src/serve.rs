@@ -10,6 +10,7 @@ use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
+use treeline_wire::routes;
 
 use crate::http::{self, AppState};
 use crate::ssr::ApiBackend;
@@ -51,9 +52,9 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .fallback(leptos_axum::file_and_error_handler(shell))
         .with_state(options);
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(routes::HEALTH, get(|| async { "ok" }))
         .merge(otlp)
-        .nest("/api", api)
+        .nest(routes::API_PREFIX, api)
         .merge(pages)
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())

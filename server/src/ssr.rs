@@ -17,7 +17,7 @@ impl Backend for ApiBackend {
     async fn get(&self, path_and_query: &str) -> Result<String, ApiError> {
         // The router is mounted under /api in the real server.
         let path = path_and_query
-            .strip_prefix("/api")
+            .strip_prefix(treeline_wire::routes::API_PREFIX)
             .unwrap_or(path_and_query);
         let request = Request::get(path)
             .body(Body::empty())

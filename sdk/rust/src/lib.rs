@@ -1,4 +1,4 @@
-//! A small client for Treeline's HTTP API (API.md): create runs, send metric and span
+//! A small client for Treeline's HTTP API (docs/api.md): create runs, send metric and span
 //! event batches. Every batch carries an Idempotency-Key that is kept across its
 //! retries, so a retried batch is never stored twice.
 
@@ -8,7 +8,8 @@ use reqwest::StatusCode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
-use treeline_app::wire::{BatchResponse, ErrorBody, MetricPoint, RunDetail, RunFinish, RunUpsert};
+use treeline_wire::routes;
+use treeline_wire::{BatchResponse, ErrorBody, MetricPoint, RunDetail, RunFinish, RunUpsert};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -63,7 +64,7 @@ impl Client {
     pub async fn put_run(&self, run_id: &str, run: &RunUpsert) -> Result<RunDetail, ClientError> {
         self.send(
             reqwest::Method::PUT,
-            &format!("/api/runs/{run_id}"),
+            &routes::path(routes::RUN, &[run_id]),
             run,
             None,
         )
@@ -73,7 +74,7 @@ impl Client {
     pub async fn finish_run(&self, run_id: &str, finish: &RunFinish) -> Result<Value, ClientError> {
         self.send(
             reqwest::Method::POST,
-            &format!("/api/runs/{run_id}/finish"),
+            &routes::path(routes::RUN_FINISH, &[run_id]),
             finish,
             Some(new_key()),
         )
@@ -88,14 +89,14 @@ impl Client {
         let body = json!({ "points": points });
         self.send(
             reqwest::Method::POST,
-            &format!("/api/runs/{run_id}/metrics"),
+            &routes::path(routes::RUN_METRICS, &[run_id]),
             &body,
             Some(new_key()),
         )
         .await
     }
 
-    /// Sends span events (open/close objects as in API.md) as one batch.
+    /// Sends span events (open/close objects as in docs/api.md) as one batch.
     pub async fn send_events(
         &self,
         run_id: &str,
@@ -113,7 +114,7 @@ impl Client {
         let body = json!({ "events": events });
         self.send(
             reqwest::Method::POST,
-            &format!("/api/runs/{run_id}/traces/events"),
+            &routes::path(routes::RUN_TRACE_EVENTS, &[run_id]),
             &body,
             Some(key.to_string()),
         )

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use treeline_app::wire::RunUpsert;
+use treeline_wire::RunUpsert;
 use treeline_client::{new_key, Client};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -110,7 +110,7 @@ pub async fn ingest(args: IngestArgs) -> Result<(), String> {
                 let t = Instant::now();
                 let reply: Value = client
                     .post_raw(
-                        &format!("/api/runs/{run_id}/traces/events"),
+                        &treeline_wire::routes::path(treeline_wire::routes::RUN_TRACE_EVENTS, &[&run_id]),
                         body.clone(),
                         &new_key(),
                     )

@@ -11,7 +11,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
-use treeline_app::wire::{parse_event, RunUpsert};
+use treeline_wire::{parse_event, RunUpsert};
 
 use crate::http::{self, AppState};
 use crate::store::{self, Store};
@@ -196,9 +196,9 @@ pub async fn query(args: QueryArgs) -> Result<(), String> {
     let store = store::open(&url)
         .await
         .map_err(|e| format!("cannot open {url}: {e}"))?;
-    let have = store.get_run(&run_id(1)).await.map_err(|e| e.to_string())?;
+    let have = store.reads().get_run(&run_id(1)).await.map_err(|e| e.to_string())?;
     let built = store
-        .get_trace(&run_id(1), BIG_TRACE)
+        .reads().get_trace(&run_id(1), BIG_TRACE)
         .await
         .map_err(|e| e.to_string())?
         .is_some();

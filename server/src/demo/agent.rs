@@ -2,7 +2,7 @@
 //! prompt, nested verifier agents, a few tool failures), and a copy still in progress.
 
 use serde_json::{json, Value};
-use treeline_app::wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
+use treeline_wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
 
 use super::rng::{round, Rng};
 use super::text::{

@@ -89,7 +89,7 @@ pub async fn spawn_api_server(
         .await
         .map_err(|e| e.to_string())?;
     let addr: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = axum::Router::new().nest("/api", crate::http::router(AppState::new(store)));
+    let app = axum::Router::new().nest(treeline_wire::routes::API_PREFIX, crate::http::router(AppState::new(store)));
     let handle = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("demo server stopped: {e}");

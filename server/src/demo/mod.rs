@@ -15,7 +15,7 @@ mod trace;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use treeline_app::wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
+use treeline_wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
 use treeline_client::Client;
 
 pub use command::{run_command, spawn_api_server, DemoArgs};
@@ -289,7 +289,7 @@ mod tests {
         for (run, events) in events(&Options::small()) {
             let mut seen = std::collections::HashSet::new();
             for (i, e) in events.iter().enumerate() {
-                let parsed = treeline_app::wire::parse_event(e);
+                let parsed = treeline_wire::parse_event(e);
                 assert!(parsed.is_ok(), "{run} event {i} invalid: {parsed:?}: {e}");
                 if let Ok((_, warnings)) = parsed {
                     assert!(warnings.is_empty(), "{run} event {i}: {warnings:?}");

@@ -2,7 +2,7 @@
 //! in the return), and a LunarLander run preempted with spans still open.
 
 use serde_json::{json, Value};
-use treeline_app::wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
+use treeline_wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
 
 use super::rng::{round, Rng};
 use super::trace::{error, none, TraceWriter, MS, SEC};

@@ -1,4 +1,4 @@
-//! Writing one trace's span events (API.md's open/close objects) with deterministic ids.
+//! Writing one trace's span events (docs/api.md's open/close objects) with deterministic ids.
 
 use serde_json::{json, Map, Value};
 

@@ -1,10 +1,10 @@
 //! The one error type of the HTTP layer, and the one place it becomes the JSON error
 //! shape. Internal details go to the log, never to the client.
 
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use treeline_app::wire::{ErrorBody, ErrorDetail, Invalid};
+use treeline_wire::{ErrorBody, ErrorDetail, Invalid};
 
 use crate::store::StoreError;
 
@@ -24,8 +24,12 @@ pub enum ApiError {
     UnsupportedEncoding(String),
     #[error("{0}")]
     IdempotencyKeyReused(String),
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// A failure that may pass; the client should retry after `retry_after_s`.
+    #[error("{message}")]
+    Unavailable { message: String, retry_after_s: u32 },
+    /// Our fault: the source goes to the log, a generic sentence to the client.
+    #[error("internal error")]
+    Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -58,6 +62,7 @@ impl ApiError {
             ApiError::IdempotencyKeyReused(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
             }
+            ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -82,7 +87,14 @@ impl From<StoreError> for ApiError {
                 "run {run_id} already belongs to project {existing:?}; project cannot change"
             )),
             StoreError::BadCursor => ApiError::bad("invalid_cursor", "cursor is not valid"),
-            other => ApiError::Internal(other.to_string()),
+            other if other.is_transient() => {
+                tracing::warn!(error = %chain(&other), "storage unavailable");
+                ApiError::Unavailable {
+                    message: "the database is busy or unreachable; retry shortly".into(),
+                    retry_after_s: 1,
+                }
+            }
+            other => ApiError::Internal(Box::new(other)),
         }
     }
 }
@@ -107,12 +119,30 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.parts();
         let message = match &self {
-            ApiError::Internal(detail) => {
-                tracing::error!(%detail, "request failed");
+            ApiError::Internal(source) => {
+                tracing::error!(error = %chain(source.as_ref()), "request failed");
                 "the server could not complete the request; the error was logged".to_string()
             }
             other => other.to_string(),
         };
-        error_response(status, code, message)
+        let mut response = error_response(status, code, message);
+        if let ApiError::Unavailable { retry_after_s, .. } = self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+        }
+        response
     }
+}
+
+/// An error and its sources, outermost first, as one line for the log.
+pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }

@@ -9,7 +9,9 @@ use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use treeline_app::wire::{
+use treeline_wire::limits::MAX_BATCH_ITEMS;
+use treeline_wire::routes;
+use treeline_wire::{
     check_id, parse_event, parse_metric_point, BatchResponse, Rejection, RunFinish, RunUpsert,
     Warning,
 };
@@ -19,14 +21,12 @@ use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
 use crate::store::{EventBatch, IdempotencyRecord, Receipt, Written};
 
-pub const MAX_ITEMS: usize = 10_000;
-
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/runs/{run_id}", put(upsert_run))
-        .route("/runs/{run_id}/finish", post(finish_run))
-        .route("/runs/{run_id}/metrics", post(write_metrics))
-        .route("/runs/{run_id}/traces/events", post(write_events))
+        .route(routes::RUN, put(upsert_run))
+        .route(routes::RUN_FINISH, post(finish_run))
+        .route(routes::RUN_METRICS, post(write_metrics))
+        .route(routes::RUN_TRACE_EVENTS, post(write_events))
 }
 
 async fn upsert_run(
@@ -41,7 +41,7 @@ async fn upsert_run(
         .map_err(|e| ApiError::bad("invalid_body", format!("run: {e}")))?;
     run.validate()?;
     let created = state.store.upsert_run(&run_id, &run, now_us()).await?;
-    let detail = state.store.get_run(&run_id).await?;
+    let detail = state.store.reads().get_run(&run_id).await?;
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -68,7 +68,7 @@ async fn finish_run(
                 .map_err(|e| ApiError::bad("invalid_body", format!("finish: {e}")))?;
             finish.validate()?;
             state.store.finish_run(&run_id, &finish, now_us()).await?;
-            Ok(serde_json::to_value(state.store.get_run(&run_id).await?).unwrap_or(Value::Null))
+            Ok(serde_json::to_value(state.store.reads().get_run(&run_id).await?).unwrap_or(Value::Null))
         },
     )
     .await
@@ -88,7 +88,7 @@ async fn write_metrics(
         &format!("metrics/{run_id}"),
         &bytes,
         || async {
-            let items = body::list(body::json(&bytes)?, "points", MAX_ITEMS)?;
+            let items = body::list(body::json(&bytes)?, "points", MAX_BATCH_ITEMS)?;
             let mut response = BatchResponse::default();
             let mut points = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
@@ -120,7 +120,7 @@ async fn write_events(
     let scope = format!("events/{run_id}");
     let batch = tokio::task::spawn_blocking(move || decode_events(&headers, &scope, &bytes))
         .await
-        .map_err(|e| ApiError::Internal(format!("decoding events: {e}")))??;
+        .map_err(|e| ApiError::Internal(Box::new(e)))??;
     let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
     match state.store.write_batch(&run_id, batch, now_us()).await? {
         Written::Stored(answer) => Ok(Json(answer).into_response()),
@@ -132,7 +132,7 @@ async fn write_events(
 /// the answer is to be kept under (in the events' own transaction).
 fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<EventBatch> {
     let receipt = receipt(headers, scope, bytes)?;
-    let items = body::list(body::json(bytes)?, "events", MAX_ITEMS)?;
+    let items = body::list(body::json(bytes)?, "events", MAX_BATCH_ITEMS)?;
     let mut parsed = BatchResponse::default();
     let mut events = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
@@ -156,7 +156,7 @@ fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Ev
     })
 }
 
-fn rejection(index: usize, e: treeline_app::wire::Invalid) -> Rejection {
+fn rejection(index: usize, e: treeline_wire::Invalid) -> Rejection {
     Rejection {
         index,
         code: e.code.to_string(),

@@ -1,4 +1,4 @@
-//! The HTTP API (API.md): `router(state)` so tests can drive it with `oneshot`.
+//! The HTTP API (docs/api.md): `router(state)` so tests can drive it with `oneshot`.
 
 pub mod auth;
 pub mod body;

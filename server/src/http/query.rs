@@ -5,7 +5,12 @@ use std::collections::HashMap;
 use axum::extract::{Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use treeline_app::wire::{
+use treeline_wire::limits::{
+    MAX_SEARCH_TERMS, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
+    RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX, TRACES_PAGE, TRACES_PAGE_MAX,
+};
+use treeline_wire::routes;
+use treeline_wire::{
     check_id, check_trace_id, downsample, MetricSeries, ProjectList, RunDetail, RunList,
     SpanDetail, SpanKind, SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary,
     TraceWindow,
@@ -15,23 +20,18 @@ use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
 use crate::store::{Cursor, TraceQuery, TraceSort};
 
-pub const MAX_TERMS: usize = 8;
-
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/projects", get(projects))
-        .route("/runs", get(runs))
-        .route("/runs/{run_id}", get(run))
-        .route("/runs/{run_id}/metrics", get(metrics))
-        .route("/traces", get(traces))
-        .route("/runs/{run_id}/traces", get(run_traces))
-        .route("/runs/{run_id}/traces/steps", get(steps))
-        .route("/runs/{run_id}/traces/{trace_id}", get(trace))
-        .route("/runs/{run_id}/traces/{trace_id}/spans", get(spans))
-        .route(
-            "/runs/{run_id}/traces/{trace_id}/spans/{span_id}",
-            get(span),
-        )
+        .route(routes::PROJECTS, get(projects))
+        .route(routes::RUNS, get(runs))
+        .route(routes::RUN, get(run))
+        .route(routes::RUN_METRICS, get(metrics))
+        .route(routes::TRACES, get(traces))
+        .route(routes::RUN_TRACES, get(run_traces))
+        .route(routes::RUN_TRACE_STEPS, get(steps))
+        .route(routes::TRACE, get(trace))
+        .route(routes::SPANS, get(spans))
+        .route(routes::SPAN, get(span))
 }
 
 /// Query parameters, parsed leniently so that every problem is ours to word.
@@ -89,7 +89,7 @@ impl Params {
 }
 
 async fn projects(State(state): State<AppState>) -> ApiResult<Json<ProjectList>> {
-    Ok(Json(state.store.list_projects().await?))
+    Ok(Json(state.store.reads().list_projects().await?))
 }
 
 async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<RunList>> {
@@ -98,7 +98,7 @@ async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResu
     Ok(Json(
         state
             .store
-            .list_runs(p.text("project"), p.limit(50, 500)?, cursor.as_ref())
+            .reads().list_runs(p.text("project"), p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?, cursor.as_ref())
             .await?,
     ))
 }
@@ -114,7 +114,7 @@ async fn run(
 async fn find_run(state: &AppState, run_id: &str) -> ApiResult<RunDetail> {
     state
         .store
-        .get_run(run_id)
+        .reads().get_run(run_id)
         .await?
         .ok_or_else(|| ApiError::not_found("run_not_found", format!("run {run_id} not found")))
 }
@@ -131,18 +131,22 @@ async fn metrics(
         .ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?
         .to_string();
     let max_points = match p.int("max_points")? {
-        None => 2_000,
-        Some(n) if (2..=100_000).contains(&n) => n as usize,
-        Some(_) => {
-            return Err(ApiError::bad(
-                "invalid_parameter",
-                "max_points must be between 2 and 100000",
-            ))
-        }
+        None => METRIC_POINTS,
+        Some(n) => usize::try_from(n)
+            .ok()
+            .filter(|n| (METRIC_POINTS_MIN..=METRIC_POINTS_MAX).contains(n))
+            .ok_or_else(|| {
+                ApiError::bad(
+                    "invalid_parameter",
+                    format!(
+                        "max_points must be between {METRIC_POINTS_MIN} and {METRIC_POINTS_MAX}"
+                    ),
+                )
+            })?,
     };
     find_run(&state, &run_id).await?;
     let (points, downsampled) =
-        downsample(state.store.metric_series(&run_id, &key).await?, max_points);
+        downsample(state.store.reads().metric_series(&run_id, &key).await?, max_points);
     Ok(Json(MetricSeries {
         key,
         points,
@@ -169,7 +173,7 @@ async fn run_traces(
     list_traces(&state, Params::new(raw), Some(run_id)).await
 }
 
-/// Parses the list filters of API.md into a [`TraceQuery`].
+/// Parses the list filters of docs/api.md into a [`TraceQuery`].
 fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
     if let Some(id) = &run_id {
         check_id(id, "run_id")?;
@@ -199,11 +203,11 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    if terms.len() > MAX_TERMS {
+    if terms.len() > MAX_SEARCH_TERMS {
         return Err(ApiError::bad(
             "too_many_terms",
             format!(
-                "q has {} terms; at most {MAX_TERMS} are allowed",
+                "q has {} terms; at most {MAX_SEARCH_TERMS} are allowed",
                 terms.len()
             ),
         ));
@@ -243,7 +247,7 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
         max_step: p.non_negative("max_step")?,
         sort,
         ascending,
-        limit: p.limit(50, 500)?,
+        limit: p.limit(TRACES_PAGE, TRACES_PAGE_MAX)?,
         cursor: p.cursor()?,
     })
 }
@@ -269,7 +273,7 @@ async fn list_traces(
     } else {
         None
     };
-    let mut list = state.store.list_traces(&query).await?;
+    let mut list = state.store.reads().list_traces(&query).await?;
     list.window = window;
     Ok(Json(list))
 }
@@ -284,7 +288,7 @@ async fn steps(
     Ok(Json(
         state
             .store
-            .steps(
+            .reads().steps(
                 &run_id,
                 p.non_negative("min_step")?,
                 p.non_negative("max_step")?,
@@ -296,7 +300,7 @@ async fn steps(
 async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult<TraceSummary> {
     check_id(run_id, "run_id")?;
     check_trace_id(trace_id, "trace_id")?;
-    if let Some(trace) = state.store.get_trace(run_id, trace_id).await? {
+    if let Some(trace) = state.store.reads().get_trace(run_id, trace_id).await? {
         return Ok(trace);
     }
     find_run(state, run_id).await?;
@@ -319,20 +323,20 @@ async fn spans(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SpanPage>> {
     let p = Params::new(raw);
-    let limit = p.limit(200, 1_000)?;
+    let limit = p.limit(SPAN_PAGE, SPAN_PAGE_MAX)?;
     let cursor = p.cursor()?;
     find_trace(&state, &run_id, &trace_id).await?;
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
         check_id(parent, "parent_span_id")?;
-        if !state.store.span_exists(&run_id, &trace_id, parent).await? {
+        if !state.store.reads().span_exists(&run_id, &trace_id, parent).await? {
             return Err(span_not_found(parent, &trace_id));
         }
     }
     Ok(Json(
         state
             .store
-            .list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
+            .reads().list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
             .await?,
     ))
 }
@@ -352,7 +356,7 @@ async fn span(
     find_trace(&state, &run_id, &trace_id).await?;
     state
         .store
-        .get_span(&run_id, &trace_id, &span_id)
+        .reads().get_span(&run_id, &trace_id, &span_id)
         .await?
         .map(Json)
         .ok_or_else(|| span_not_found(&span_id, &trace_id))

@@ -1,4 +1,4 @@
-//! Applying a batch of span events: the rules of API.md in one place, independent of
+//! Applying a batch of span events: the rules of docs/api.md in one place, independent of
 //! the database. A backend loads the rows a batch touches through [`Loader`], gets a
 //! [`Plan`] of full new states and counter deltas back, and writes it in the same
 //! transaction.
@@ -6,5 +6,5 @@
 mod plan;
 mod state;
 
-pub use plan::{plan_batch, Loader, Plan, RunDelta, SpanWrite, StepDelta, TraceWrite};
+pub use plan::{plan_batch, Adoption, Loader, Plan, RunDelta, SpanWrite, StepDelta, TraceWrite};
 pub use state::{Activity, SpanState, TraceState};

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value};
-use treeline_app::wire::{
+use treeline_wire::{
     Body, CloseEvent, OpenEvent, SpanEvent, SpanKind, SpanLink, SpanStatus, Warning, MAX_ATTRIBUTES,
 };
 

@@ -1,4 +1,4 @@
-use treeline_app::wire::{SpanKind, SpanStatus};
+use treeline_wire::{SpanKind, SpanStatus};
 
 /// The columns of a span that the ingest rules read; bodies stay in the database.
 #[derive(Clone, Debug, PartialEq)]

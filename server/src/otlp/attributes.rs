@@ -5,7 +5,7 @@
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use serde_json::{Map, Number, Value};
-use treeline_app::wire::MAX_ATTRIBUTE_BYTES;
+use treeline_wire::MAX_ATTRIBUTE_BYTES;
 
 /// Every attribute of `attrs`, flattened. Later duplicates win, as in the OTel SDKs.
 pub fn flatten(attrs: &[KeyValue]) -> Map<String, Value> {

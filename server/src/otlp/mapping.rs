@@ -1,11 +1,11 @@
-//! One OTLP span to the open and close events of the native API (API.md), which then go
+//! One OTLP span to the open and close events of the native API (docs/api.md), which then go
 //! through `parse_event` like any other: kinds from OpenInference or the gen_ai
 //! conventions, bodies as chat messages where there are messages, token counts, step
 //! and error. Pure: no I/O, no clock.
 
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::{json, Map, Value};
-use treeline_app::wire::{SpanKind, MAX_NAME_CHARS};
+use treeline_wire::{SpanKind, MAX_NAME_CHARS};
 
 use super::attributes::{as_i64, fit, flatten, hex};
 use super::messages;
@@ -287,7 +287,7 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
     use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{span::Event, Status};
-    use treeline_app::wire::{parse_event, SpanEvent, SpanStatus};
+    use treeline_wire::{parse_event, SpanEvent, SpanStatus};
 
     fn attrs(pairs: &[(&str, Value)]) -> Map<String, Value> {
         pairs

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use treeline_app::wire::SpanEvent;
+use treeline_wire::SpanEvent;
 
 /// A span's open and close, with their indexes in the request.
 pub type Pair = [(usize, SpanEvent); 2];
@@ -68,7 +68,7 @@ pub fn parents_first(pairs: Vec<Pair>) -> Vec<Pair> {
 mod tests {
     use super::*;
     use serde_json::json;
-    use treeline_app::wire::parse_event;
+    use treeline_wire::parse_event;
 
     fn pair(index: usize, span: &str, parent: Option<&str>) -> Pair {
         let event = |value| parse_event(&value).map(|(e, _)| e).expect("valid");

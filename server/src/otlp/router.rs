@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest,
 };
 use opentelemetry_proto::tonic::trace::v1::Span;
-use treeline_app::wire::{check_id, parse_event, SpanEvent};
+use treeline_wire::{check_id, parse_event, SpanEvent};
 
 use super::attributes::{flatten, hex};
 use super::decode::{self, Format};
@@ -23,7 +23,7 @@ use super::mapping::{micros, span_events};
 use super::order::{parents_first, Pair};
 use super::runs::{self, Runs};
 use crate::http::error::{error_response, ApiError, ApiResult};
-use crate::http::ingest::MAX_ITEMS;
+use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
 use crate::http::{auth, body, now_us, AppState};
 
 #[derive(Clone)]
@@ -40,7 +40,7 @@ pub fn router(state: AppState) -> Router {
     };
     Router::new()
         .route(
-            "/v1/traces",
+            treeline_wire::routes::OTLP_TRACES,
             post(export).fallback(|| async {
                 error_response(
                     StatusCode::METHOD_NOT_ALLOWED,

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
-use treeline_app::wire::{check_id, check_project, Invalid, RunUpsert};
+use treeline_wire::{check_id, check_project, Invalid, RunUpsert};
 
 use crate::store::{Store, StoreError};
 
@@ -69,7 +69,7 @@ pub fn day_of(us: i64) -> i64 {
 
 /// `YYYY-MM-DD` of a day since the epoch.
 pub fn date(day: i64) -> String {
-    let (y, m, d) = treeline_app::wire::civil_date(day);
+    let (y, m, d) = treeline_wire::civil_date(day);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
@@ -155,7 +155,7 @@ impl Runs {
         if self.known.lock().is_ok_and(|k| k.contains(run_id)) {
             return Ok(());
         }
-        if store.get_run(run_id).await?.is_none() {
+        if store.reads().get_run(run_id).await?.is_none() {
             let run = RunUpsert {
                 project: project.to_string(),
                 name,

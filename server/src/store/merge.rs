@@ -3,7 +3,7 @@
 //! applying its batches one after another does, but with one set of reads and
 //! statements. Each batch still gets its own answer, with its own event indexes.
 
-use treeline_app::wire::{BatchResponse, SpanEvent, Warning};
+use treeline_wire::{BatchResponse, SpanEvent, Warning};
 
 use super::{EventBatch, Receipt};
 
@@ -93,7 +93,7 @@ impl RunBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use treeline_app::wire::parse_event;
+    use treeline_wire::parse_event;
 
     fn batch(spans: &[&str]) -> EventBatch {
         let events: Vec<(usize, SpanEvent)> = spans

@@ -1,23 +1,33 @@
-//! Storage: one trait, one backend per database (each with its own migrations), and
-//! one conformance suite (`tests/conformance.rs`) run against both.
+//! Storage, split by role: [`Reads`] (written once, over a [`dialect::Dialect`]),
+//! [`Ingest`] and [`Idempotency`]. Each database has its own migrations and its
+//! own write path where behaviour truly differs (SQLite's group commit,
+//! PostgreSQL's run lock); one conformance suite (`tests/it/conformance.rs`) runs
+//! against both.
 
 mod cursor;
+mod dialect;
 mod group;
 mod merge;
 mod postgres;
+mod reader;
 mod rows;
+mod run_writes;
 mod sqlite;
+mod statements;
 
 use async_trait::async_trait;
-use treeline_app::wire::{
-    BatchResponse, MetricPoint, ProjectList, RunDetail, RunFinish, RunList, RunUpsert, SpanDetail,
-    SpanEvent, SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary, Warning,
+use treeline_wire::{
+    BatchResponse, MetricPoint, RunFinish, RunUpsert, SpanEvent, SpanStatus, Warning,
 };
 
 pub use cursor::Cursor;
 pub use postgres::PostgresStore;
+pub use reader::{Reader, Reads, MAX_ANCESTORS};
 pub use sqlite::SqliteStore;
 
+/// What can go wrong in the store, by who can fix it: the caller (`RunNotFound`,
+/// `ProjectConflict`, `BadCursor`), time (`Unavailable`: retry later), or us
+/// (everything else). Sources are kept for the log.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("run {0} not found")]
@@ -26,15 +36,59 @@ pub enum StoreError {
     ProjectConflict { run_id: String, existing: String },
     #[error("invalid cursor")]
     BadCursor,
-    #[error(transparent)]
-    Database(#[from] sqlx::Error),
-    #[error(transparent)]
+    /// A failure that may pass: the database busy, a pool exhausted, a connection
+    /// lost, a serialization failure. Nothing of the request was kept.
+    #[error("the database is unavailable")]
+    Unavailable(#[source] sqlx::Error),
+    #[error("database error")]
+    Database(#[source] sqlx::Error),
+    #[error("migration failed")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored data could not be read: {0}")]
     Corrupt(String),
     /// The transaction a batch shared with others failed; nothing of it was kept.
-    #[error("the shared write transaction failed: {0}")]
-    GroupFailed(String),
+    #[error("the shared write transaction failed")]
+    GroupFailed(#[source] std::sync::Arc<StoreError>),
+    /// The group writer ended without answering (it panicked, say).
+    #[error("the writer stopped before answering")]
+    WriterStopped,
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if is_transient(&e) {
+            StoreError::Unavailable(e)
+        } else {
+            StoreError::Database(e)
+        }
+    }
+}
+
+impl StoreError {
+    /// Whether the same request may succeed later, unchanged.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::GroupFailed(inner) => inner.is_transient(),
+            _ => false,
+        }
+    }
+}
+
+/// Busy, locked, out of connections or cut off: worth a retry.
+fn is_transient(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
+        sqlx::Error::Database(db) => matches!(
+            db.code().as_deref(),
+            // SQLite: BUSY, LOCKED (and their extended codes' primary byte).
+            Some("5" | "6" | "261" | "517" | "262" | "518")
+            // PostgreSQL: serialization failure, deadlock, too many connections,
+            // the server shutting down, cannot connect now.
+            | Some("40001" | "40P01" | "53300" | "57P01" | "57P02" | "57P03")
+        ),
+        _ => false,
+    }
 }
 
 pub type StoreResult<T> = Result<T, StoreError>;
@@ -60,8 +114,8 @@ pub struct Receipt {
 impl Receipt {
     /// The record that answers a retry of the request.
     pub fn record(&self, answer: &BatchResponse) -> StoreResult<IdempotencyRecord> {
-        let response =
-            serde_json::to_string(answer).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let response = serde_json::to_string(answer)
+            .map_err(|e| StoreError::Corrupt(format!("answer not serialisable: {e}")))?;
         Ok(self.answered(response))
     }
 
@@ -124,12 +178,16 @@ pub struct TraceQuery {
     pub cursor: Option<Cursor>,
 }
 
+/// The write side. Every write is acknowledged only once it is durable, and every
+/// write can be repeated without changing what is stored.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Ingest: Send + Sync {
     /// Creates the run (true) or updates its name, config and start (false).
+    /// `ProjectConflict` when the run exists under another project.
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool>;
     /// Sets the run's status and turns its running spans into interrupted ones.
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()>;
+    /// Stores metric points; a repeated (key, step) keeps the last value.
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()>;
     /// Applies a batch in one transaction, with its receipt if any, and returns the
     /// answer. Returns only once the transaction is durable. A receipt whose key
@@ -153,46 +211,22 @@ pub trait Store: Send + Sync + 'static {
             Written::Replay(_) => Ok(Vec::new()), // no receipt, so never
         }
     }
+}
 
+/// The answers kept for Idempotency-Keys (those of event batches are kept by
+/// `write_batch` itself, in the batch's transaction).
+#[async_trait]
+pub trait Idempotency: Send + Sync {
     async fn idempotency_get(&self, key: &str) -> StoreResult<Option<IdempotencyRecord>>;
+    /// Keeps `record` unless its key already has one.
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()>;
-    /// Forgets keys older than `before_us`.
+    /// Forgets keys older than `before_us`; answers how many.
     async fn idempotency_prune(&self, before_us: i64) -> StoreResult<u64>;
+}
 
-    async fn list_projects(&self) -> StoreResult<ProjectList>;
-    async fn list_runs(
-        &self,
-        project: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
-    ) -> StoreResult<RunList>;
-    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
-    async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>>;
-    async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList>;
-    async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>>;
-    /// Direct children of `parent` (or the roots and orphans), in start order.
-    async fn list_spans(
-        &self,
-        run_id: &str,
-        trace_id: &str,
-        parent: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
-    ) -> StoreResult<SpanPage>;
-    /// Whether the span has arrived (its open, not only a close or a child).
-    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool>;
-    async fn get_span(
-        &self,
-        run_id: &str,
-        trace_id: &str,
-        span_id: &str,
-    ) -> StoreResult<Option<SpanDetail>>;
-    async fn steps(
-        &self,
-        run_id: &str,
-        min_step: Option<i64>,
-        max_step: Option<i64>,
-    ) -> StoreResult<StepsResponse>;
+/// A whole backend: its writes, its idempotency records and its reader.
+pub trait Store: Ingest + Idempotency + 'static {
+    fn reads(&self) -> &dyn Reads;
 }
 
 /// Opens the store a `--database-url` names: `sqlite:PATH` or `postgres://…`.

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 use sqlx::Row;
-use treeline_app::wire::{
+use treeline_wire::{
     RunDetail, RunStatus, RunSummary, SpanDetail, SpanKind, SpanLink, SpanNode, TraceSummary,
 };
 
@@ -15,6 +15,7 @@ pub trait DbRow {
     fn int(&self, col: &str) -> StoreResult<Option<i64>>;
     fn text(&self, col: &str) -> StoreResult<Option<String>>;
     fn flag(&self, col: &str) -> StoreResult<bool>;
+    fn float(&self, col: &str) -> StoreResult<Option<f64>>;
 
     fn req_int(&self, col: &str) -> StoreResult<i64> {
         self.int(col)?
@@ -22,6 +23,10 @@ pub trait DbRow {
     }
     fn req_text(&self, col: &str) -> StoreResult<String> {
         self.text(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
+    }
+    fn req_float(&self, col: &str) -> StoreResult<f64> {
+        self.float(col)?
             .ok_or_else(|| StoreError::Corrupt(format!("{col} is null")))
     }
 }
@@ -36,6 +41,9 @@ impl DbRow for sqlx::sqlite::SqliteRow {
     fn flag(&self, col: &str) -> StoreResult<bool> {
         Ok(self.try_get(col)?)
     }
+    fn float(&self, col: &str) -> StoreResult<Option<f64>> {
+        Ok(self.try_get(col)?)
+    }
 }
 
 impl DbRow for sqlx::postgres::PgRow {
@@ -46,6 +54,9 @@ impl DbRow for sqlx::postgres::PgRow {
         Ok(self.try_get(col)?)
     }
     fn flag(&self, col: &str) -> StoreResult<bool> {
+        Ok(self.try_get(col)?)
+    }
+    fn float(&self, col: &str) -> StoreResult<Option<f64>> {
         Ok(self.try_get(col)?)
     }
 }
@@ -152,7 +163,7 @@ pub fn trace_state(r: &impl DbRow) -> StoreResult<TraceState> {
 pub fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
     let t = trace_state(r)?;
     let duration_us = match (t.start_us, t.end_us) {
-        (Some(s), Some(e)) => Some(e - s),
+        (Some(s), Some(e)) => Some(e.saturating_sub(s)),
         _ => None,
     };
     Ok(TraceSummary {
@@ -194,7 +205,7 @@ pub fn span_node(r: &impl DbRow) -> StoreResult<SpanNode> {
         status: parse(&r.req_text("status")?, "status")?,
         start_us,
         end_us,
-        duration_us: end_us.map(|e| e - start_us),
+        duration_us: end_us.map(|e| e.saturating_sub(start_us)),
         step: r.int("step")?,
         rank: r.int("rank")?,
         child_count: r.req_int("child_count")?,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use treeline_app::wire::{parse_event, RunUpsert, SpanEvent, Warning};
+use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 use treeline_server::store::{self, Store};
 
 pub struct TestStore {

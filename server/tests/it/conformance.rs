@@ -1,12 +1,12 @@
 //! One storage conformance suite, run against SQLite and PostgreSQL: the ingest rules
-//! and reads of API.md, seen through the `Store` trait.
+//! and reads of docs/api.md, seen through the `Store` traits.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::common::{close, open, parsed, run, with, write};
 use serde_json::json;
-use treeline_app::wire::{
+use treeline_wire::{
     BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
 };
 use treeline_server::store::{
@@ -28,17 +28,17 @@ async fn bodies_ride_open_and_close_and_merge(s: S) {
         "output": "done", "attributes": {"hits": 3}, "metrics": {"reward": 1.5}, "token_count": 11}),
     );
     write(&s, "r1", &[o]).await;
-    let running = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let running = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
     assert_eq!(running.node.status, SpanStatus::Running);
     write(&s, "r1", &[c]).await;
-    let span = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let span = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
     assert_eq!(span.input, Some(json!({"episode": 42})));
     assert_eq!(span.output, Some(json!("done")));
     assert_eq!(span.attributes.get("env"), Some(&json!("CartPole")));
     assert_eq!(span.attributes.get("hits"), Some(&json!(3)));
     assert_eq!(span.metrics.get("reward"), Some(&json!(1.5)));
     assert_eq!(span.node.duration_us, Some(200));
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!(trace.status, SpanStatus::Ok);
     assert_eq!(trace.rollout_id.as_deref(), Some("ep-42"));
     assert_eq!(trace.step, Some(7));
@@ -66,18 +66,18 @@ async fn a_close_before_its_open_is_kept_and_merged(s: S) {
         ],
     )
     .await;
-    let a = s.get_span("r1", "t1", "a").await.unwrap().unwrap();
+    let a = s.reads().get_span("r1", "t1", "a").await.unwrap().unwrap();
     assert_eq!(a.node.status, SpanStatus::Error);
     assert_eq!(a.node.start_us, 10);
     assert_eq!(a.node.end_us, Some(50));
     assert_eq!(a.error, Some(json!({"type": "E", "message": "boom"})));
-    let root = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let root = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
     assert_eq!(
         root.node.error_count, 1,
         "the error counts beneath the root"
     );
     assert_eq!(root.node.child_count, 1);
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!((trace.span_count, trace.error_count), (2, 1));
 }
 
@@ -107,12 +107,12 @@ async fn a_second_open_or_close_is_ignored_with_a_warning(s: S) {
     assert_eq!(warnings.len(), 2);
     assert!(warnings[0].message.contains("already opened"));
     assert!(warnings[1].message.contains("already closed"));
-    let root = s.get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let root = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
     assert_eq!(
         (root.node.kind, root.node.status, root.node.end_us),
         (SpanKind::Rollout, SpanStatus::Ok, Some(9))
     );
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!((trace.span_count, trace.error_count), (1, 0));
 }
 
@@ -139,7 +139,7 @@ async fn a_child_without_a_step_inherits_its_parents(s: S) {
     .await;
     let step = |id: &'static str| {
         let s = s.clone();
-        async move { s.get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+        async move { s.reads().get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
     };
     assert_eq!(step("env").await, Some(12));
     assert_eq!(step("own").await, Some(3));
@@ -174,14 +174,14 @@ async fn descendants_that_arrived_first_inherit_the_step_of_a_late_parent(s: S) 
     .await;
     let step = |id: &'static str| {
         let s = s.clone();
-        async move { s.get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+        async move { s.reads().get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
     };
     assert_eq!(step("agent").await, Some(9));
     assert_eq!(step("tool").await, Some(9));
     assert_eq!(step("leaf").await, Some(9));
     assert_eq!(step("own").await, Some(3));
     assert_eq!(step("under-own").await, Some(3));
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!(trace.step, Some(9));
 }
 
@@ -198,7 +198,7 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
         ],
     )
     .await;
-    assert_eq!(s.steps("r1", None, None).await.unwrap().steps[0].running, 1);
+    assert_eq!(s.reads().steps("r1", None, None).await.unwrap().steps[0].running, 1);
     s.finish_run(
         "r1",
         &RunFinish {
@@ -212,7 +212,7 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     let get = |id: &'static str| {
         let s = s.clone();
         async move {
-            s.get_span("r1", "t1", id)
+            s.reads().get_span("r1", "t1", id)
                 .await
                 .unwrap()
                 .unwrap()
@@ -223,12 +223,12 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     assert_eq!(get("a").await, SpanStatus::Interrupted);
     assert_eq!(get("b").await, SpanStatus::Ok);
     assert_eq!(
-        s.get_trace("r1", "t1").await.unwrap().unwrap().status,
+        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().status,
         SpanStatus::Interrupted
     );
-    let steps = s.steps("r1", None, None).await.unwrap();
+    let steps = s.reads().steps("r1", None, None).await.unwrap();
     assert_eq!((steps.steps[0].running, steps.totals.running), (0, 0));
-    let run = s.get_run("r1").await.unwrap().unwrap();
+    let run = s.reads().get_run("r1").await.unwrap().unwrap();
     assert_eq!(
         (run.summary.status, run.summary.end_us),
         (RunStatus::Finished, Some(100))
@@ -242,7 +242,7 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     .await;
     assert_eq!(get("a").await, SpanStatus::Ok);
     assert_eq!(
-        s.get_trace("r1", "t1").await.unwrap().unwrap().status,
+        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().status,
         SpanStatus::Ok
     );
 }
@@ -264,13 +264,13 @@ async fn a_roots_status_is_never_changed_by_children(s: S) {
         ],
     )
     .await;
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!(trace.status, SpanStatus::Ok);
     assert_eq!(trace.error_count, 2);
     let count = |id: &'static str| {
         let s = s.clone();
         async move {
-            s.get_span("r1", "t1", id)
+            s.reads().get_span("r1", "t1", id)
                 .await
                 .unwrap()
                 .unwrap()
@@ -282,7 +282,7 @@ async fn a_roots_status_is_never_changed_by_children(s: S) {
     assert_eq!(count("a").await, 2);
     assert_eq!(count("b").await, 1);
     assert_eq!(count("c").await, 0);
-    let run = s.get_run("r1").await.unwrap().unwrap();
+    let run = s.reads().get_run("r1").await.unwrap().unwrap();
     assert_eq!(
         run.summary.error_trace_count, 1,
         "a trace with a failure beneath counts as errored"
@@ -305,7 +305,7 @@ async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
     )
     .await;
     assert_eq!(
-        s.get_trace("r1", "t1").await.unwrap().unwrap().token_count,
+        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().token_count,
         42
     );
     write(
@@ -320,7 +320,7 @@ async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
     )
     .await;
     assert_eq!(
-        s.get_trace("r1", "t2").await.unwrap().unwrap().token_count,
+        s.reads().get_trace("r1", "t2").await.unwrap().unwrap().token_count,
         100
     );
 }
@@ -336,7 +336,7 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
         ],
     )
     .await;
-    let roots = s.list_spans("r1", "t1", None, 100, None).await.unwrap();
+    let roots = s.reads().list_spans("r1", "t1", None, 100, None).await.unwrap();
     let ids: Vec<_> = roots
         .spans
         .iter()
@@ -344,18 +344,18 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
         .collect();
     assert_eq!(ids, vec![("root", false), ("c", true)]);
     write(&s, "r1", &[open("t1", "mid", Some("root"), "agent", 1)]).await;
-    let roots = s.list_spans("r1", "t1", None, 100, None).await.unwrap();
+    let roots = s.reads().list_spans("r1", "t1", None, 100, None).await.unwrap();
     assert_eq!(roots.spans.len(), 1);
     let under_mid = s
-        .list_spans("r1", "t1", Some("mid"), 100, None)
+        .reads().list_spans("r1", "t1", Some("mid"), 100, None)
         .await
         .unwrap();
     assert_eq!(under_mid.spans[0].span_id, "c");
     assert!(!under_mid.spans[0].orphan);
-    let c = s.get_span("r1", "t1", "c").await.unwrap().unwrap();
+    let c = s.reads().get_span("r1", "t1", "c").await.unwrap().unwrap();
     assert_eq!(c.path, vec!["root".to_string(), "mid".to_string()]);
     let root = s
-        .list_spans("r1", "t1", None, 100, None)
+        .reads().list_spans("r1", "t1", None, 100, None)
         .await
         .unwrap()
         .spans
@@ -380,14 +380,14 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
     for chunk in events.chunks(5_000) {
         write(&s, "r1", chunk).await;
     }
-    let trace = s.get_trace("r1", "big").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "big").await.unwrap().unwrap();
     assert_eq!((trace.span_count, trace.error_count), (10_001, 10));
     let mut seen = HashSet::new();
     let mut cursor: Option<Cursor> = None;
     let mut last_start = i64::MIN;
     loop {
         let page = s
-            .list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
+            .reads().list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
             .await
             .unwrap();
         for n in &page.spans {
@@ -401,7 +401,7 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
         }
     }
     assert_eq!(seen.len(), 10_000);
-    let root = s.get_span("r1", "big", "root").await.unwrap().unwrap();
+    let root = s.reads().get_span("r1", "big", "root").await.unwrap().unwrap();
     assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
 }
 
@@ -415,14 +415,14 @@ async fn a_replayed_batch_stores_nothing_twice(s: S) {
     ];
     write(&s, "r1", &batch).await;
     let before = (
-        s.get_trace("r1", "t1").await.unwrap(),
-        s.steps("r1", None, None).await.unwrap(),
+        s.reads().get_trace("r1", "t1").await.unwrap(),
+        s.reads().steps("r1", None, None).await.unwrap(),
     );
     let warnings = write(&s, "r1", &batch).await;
     assert_eq!(warnings.len(), 4);
     let after = (
-        s.get_trace("r1", "t1").await.unwrap(),
-        s.steps("r1", None, None).await.unwrap(),
+        s.reads().get_trace("r1", "t1").await.unwrap(),
+        s.reads().steps("r1", None, None).await.unwrap(),
     );
     assert_eq!(
         before.0.as_ref().map(|t| (t.span_count, t.error_count)),
@@ -430,7 +430,7 @@ async fn a_replayed_batch_stores_nothing_twice(s: S) {
     );
     assert_eq!(before.1, after.1);
     assert_eq!(
-        s.get_span("r1", "t1", "root")
+        s.reads().get_span("r1", "t1", "root")
             .await
             .unwrap()
             .unwrap()
@@ -477,7 +477,7 @@ async fn batches_racing_with_one_key_write_once(s: S) {
     assert_eq!(replays.len(), 7);
     let first = serde_json::to_string(&stored[0]).unwrap();
     assert!(replays.iter().all(|r| r.response == first && r.key == "k1"));
-    let trace = s.get_trace("r1", "t1").await.unwrap().unwrap();
+    let trace = s.reads().get_trace("r1", "t1").await.unwrap().unwrap();
     assert_eq!(trace.span_count, 2);
 }
 
@@ -494,7 +494,7 @@ async fn a_batch_for_an_unknown_run_fails_alone(s: S) {
         "{unknown:?}"
     );
     assert_eq!(
-        s.get_trace("r1", "t1").await.unwrap().unwrap().span_count,
+        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().span_count,
         1
     );
     // The failed batch kept no answer: its key is still free.
@@ -528,7 +528,7 @@ async fn step_activity_counts_traces_per_step_and_the_unstepped(s: S) {
         )],
     )
     .await;
-    let steps = s.steps("r1", None, None).await.unwrap();
+    let steps = s.reads().steps("r1", None, None).await.unwrap();
     let got: Vec<_> = steps
         .steps
         .iter()
@@ -549,7 +549,7 @@ async fn step_activity_counts_traces_per_step_and_the_unstepped(s: S) {
         (Some(1), Some(2))
     );
     assert!(!steps.truncated);
-    let only_two = s.steps("r1", Some(2), Some(2)).await.unwrap();
+    let only_two = s.reads().steps("r1", Some(2), Some(2)).await.unwrap();
     assert_eq!(only_two.steps.len(), 1);
 }
 
@@ -583,14 +583,14 @@ async fn runs_are_created_once_and_keep_their_project(s: S) {
         )
         .await;
     assert!(matches!(conflict, Err(StoreError::ProjectConflict { .. })));
-    let run = s.get_run("r1").await.unwrap().unwrap();
+    let run = s.reads().get_run("r1").await.unwrap().unwrap();
     assert_eq!(
         (run.summary.name.as_str(), run.config.clone()),
         ("renamed", json!({"lr": 0.1}))
     );
     let missing = s.write_events("nope", vec![], 1).await;
     assert!(matches!(missing, Err(StoreError::RunNotFound(_))));
-    assert!(s.get_run("nope").await.unwrap().is_none());
+    assert!(s.reads().get_run("nope").await.unwrap().is_none());
 }
 
 async fn metrics_are_kept_by_step_and_read_in_order(s: S) {
@@ -606,13 +606,67 @@ async fn metrics_are_kept_by_step_and_read_in_order(s: S) {
         .unwrap();
     s.write_metrics("r1", &[p(2, 0.4)]).await.unwrap();
     assert_eq!(
-        s.metric_series("r1", "train/loss").await.unwrap(),
+        s.reads().metric_series("r1", "train/loss").await.unwrap(),
         vec![(1, 0.9), (2, 0.4), (3, 0.3)]
     );
     assert_eq!(
-        s.get_run("r1").await.unwrap().unwrap().metric_keys,
+        s.reads().get_run("r1").await.unwrap().unwrap().metric_keys,
         vec!["train/loss".to_string()]
     );
+}
+
+async fn a_batch_repeating_a_key_and_step_keeps_the_last_value(s: S) {
+    run(&s, "r1").await;
+    let p = |step, value| MetricPoint {
+        key: "reward".into(),
+        step,
+        value,
+        ts: None,
+    };
+    // A loop that logs once per micro-batch repeats (key, step) in one request.
+    s.write_metrics("r1", &[p(1, 0.1), p(2, 0.2), p(1, 0.3), p(1, 0.5)])
+        .await
+        .unwrap();
+    assert_eq!(
+        s.reads().metric_series("r1", "reward").await.unwrap(),
+        vec![(1, 0.5), (2, 0.2)]
+    );
+}
+
+async fn racing_creations_of_one_run_create_it_once(s: S) {
+    let up = |project: &str| RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = s.clone();
+        let project = if i % 2 == 0 { "a" } else { "b" };
+        let run = up(project);
+        tasks.push(tokio::spawn(async move {
+            (project, s.upsert_run("r1", &run, 1).await)
+        }));
+    }
+    let mut created = Vec::new();
+    let mut conflicts = 0;
+    let mut updated = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            (project, Ok(true)) => created.push(project),
+            (project, Ok(false)) => updated.push(project),
+            (_, Err(StoreError::ProjectConflict { .. })) => conflicts += 1,
+            (_, Err(e)) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(created.len(), 1, "exactly one request creates the run");
+    let winner = created[0];
+    let stored = s.reads().get_run("r1").await.unwrap().unwrap().summary.project;
+    assert_eq!(stored, winner);
+    // Every other request of the winner's project updates; the other project's
+    // requests all answer a conflict.
+    assert_eq!(updated.len(), 3);
+    assert!(updated.iter().all(|p| *p == winner));
+    assert_eq!(conflicts, 4);
 }
 
 async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
@@ -651,44 +705,44 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         limit: 50,
         ..Default::default()
     };
-    assert_eq!(s.list_traces(&base).await.unwrap().traces.len(), 30);
+    assert_eq!(s.reads().list_traces(&base).await.unwrap().traces.len(), 30);
     let errors = TraceQuery {
         statuses: vec![SpanStatus::Error],
         ..base.clone()
     };
-    assert_eq!(s.list_traces(&errors).await.unwrap().traces.len(), 6);
+    assert_eq!(s.reads().list_traces(&errors).await.unwrap().traces.len(), 6);
     let kinds = TraceQuery {
         kinds: SpanKind::bits_of(&[SpanKind::Evaluator]),
         ..base.clone()
     };
-    assert_eq!(s.list_traces(&kinds).await.unwrap().traces.len(), 15);
+    assert_eq!(s.reads().list_traces(&kinds).await.unwrap().traces.len(), 15);
     let search = TraceQuery {
         terms: vec!["ROLLOUT".into(), "step".into()],
         ..base.clone()
     };
-    assert_eq!(s.list_traces(&search).await.unwrap().traces.len(), 10);
+    assert_eq!(s.reads().list_traces(&search).await.unwrap().traces.len(), 10);
     let by_thread = TraceQuery {
         terms: vec!["worker-1".into()],
         ..base.clone()
     };
-    assert_eq!(s.list_traces(&by_thread).await.unwrap().traces.len(), 8);
+    assert_eq!(s.reads().list_traces(&by_thread).await.unwrap().traces.len(), 8);
     let by_id = TraceQuery {
         terms: vec!["trace2".into()],
         ..base.clone()
     };
-    assert_eq!(s.list_traces(&by_id).await.unwrap().traces.len(), 10);
+    assert_eq!(s.reads().list_traces(&by_id).await.unwrap().traces.len(), 10);
     let pinned = TraceQuery {
         min_step: Some(7),
         max_step: Some(7),
         ..base.clone()
     };
-    let pinned = s.list_traces(&pinned).await.unwrap().traces;
+    let pinned = s.reads().list_traces(&pinned).await.unwrap().traces;
     assert_eq!((pinned.len(), pinned[0].trace_id.as_str()), (1, "trace07"));
     let everywhere = TraceQuery {
         limit: 100,
         ..Default::default()
     };
-    assert_eq!(s.list_traces(&everywhere).await.unwrap().traces.len(), 31);
+    assert_eq!(s.reads().list_traces(&everywhere).await.unwrap().traces.len(), 31);
 
     for sort in [
         TraceSort::Updated,
@@ -705,7 +759,7 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
                 ..base.clone()
             };
             loop {
-                let page = s.list_traces(&query).await.unwrap();
+                let page = s.reads().list_traces(&query).await.unwrap();
                 seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
                 match page.next_cursor {
                     Some(c) => query.cursor = Some(Cursor::decode(&c).unwrap()),
@@ -726,7 +780,7 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         ..base.clone()
     };
     assert_eq!(
-        s.list_traces(&by_duration).await.unwrap().traces[0].trace_id,
+        s.reads().list_traces(&by_duration).await.unwrap().traces[0].trace_id,
         "trace29"
     );
 }
@@ -734,12 +788,12 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
 async fn missing_things_are_none_never_another(s: S) {
     run(&s, "r1").await;
     write(&s, "r1", &[open("t1", "root", None, "rollout", 0)]).await;
-    assert!(s.get_span("r1", "t1", "nope").await.unwrap().is_none());
-    assert!(s.get_span("r1", "t2", "root").await.unwrap().is_none());
-    assert!(s.get_trace("r1", "t2").await.unwrap().is_none());
+    assert!(s.reads().get_span("r1", "t1", "nope").await.unwrap().is_none());
+    assert!(s.reads().get_span("r1", "t2", "root").await.unwrap().is_none());
+    assert!(s.reads().get_trace("r1", "t2").await.unwrap().is_none());
     // A span named only as a parent is a placeholder, not a span.
     write(&s, "r1", &[open("t1", "kid", Some("ghost"), "tool", 1)]).await;
-    assert!(s.get_span("r1", "t1", "ghost").await.unwrap().is_none());
+    assert!(s.reads().get_span("r1", "t1", "ghost").await.unwrap().is_none());
 }
 
 macro_rules! conformance {
@@ -776,6 +830,8 @@ conformance!(
     step_activity_counts_traces_per_step_and_the_unstepped,
     runs_are_created_once_and_keep_their_project,
     metrics_are_kept_by_step_and_read_in_order,
+    a_batch_repeating_a_key_and_step_keeps_the_last_value,
+    racing_creations_of_one_run_create_it_once,
     trace_lists_filter_search_and_page_without_duplicates,
     missing_things_are_none_never_another,
 );

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use treeline_app::wire::{RunUpsert, TraceSummary};
+use treeline_wire::{RunUpsert, TraceSummary};
 use treeline_client::Client;
 
 const SPANS_PER_BATCH: usize = 100;

@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use treeline_app::wire::{
+use treeline_wire::{
     MetricSeries, RunList, RunStatus, SpanDetail, SpanPage, SpanStatus, StepsResponse, TraceList,
     TraceSummary,
 };

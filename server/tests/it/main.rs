@@ -7,3 +7,4 @@ mod conformance;
 mod crash;
 mod demo;
 mod otlp;
+mod schema;

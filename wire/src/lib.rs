@@ -1,5 +1,10 @@
-//! The wire types of the HTTP API (see API.md): shared by the server, the browser
-//! code and the Rust client, so every side parses and prints the same shapes.
+//! Treeline's HTTP contract (docs/api.md): the wire types, their validation and
+//! vocabularies, the limits and the route paths. The server, the browser code and
+//! the Rust client all take them from here, so every side parses and prints the same
+//! shapes, and no client links the UI.
+
+pub mod limits;
+pub mod routes;
 
 mod dates;
 mod events;

@@ -1,0 +1,309 @@
+//! What differs between the two databases' SQL, named in one place. Everything else
+//! in the store is written once, generic over [`Dialect`].
+
+use std::future::Future;
+
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use std::marker::PhantomData;
+
+use sqlx::postgres::PgArguments;
+use sqlx::query::Query;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Pool, Postgres, Sqlite};
+
+use super::rows::DbRow;
+
+/// One bound value. Values are bound where the database is a concrete type, so
+/// generic code needs no per-type encoding bounds.
+#[derive(Clone, Debug)]
+pub enum Arg<'a> {
+    Owned(String),
+    Int(i64),
+    OptInt(Option<i64>),
+    Float(f64),
+    OptFloat(Option<f64>),
+    Bool(bool),
+    Text(&'a str),
+    OptText(Option<&'a str>),
+}
+
+impl From<String> for Arg<'_> {
+    fn from(v: String) -> Self {
+        Arg::Owned(v)
+    }
+}
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+impl From<Option<i64>> for Arg<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Arg::OptInt(v)
+    }
+}
+impl From<f64> for Arg<'_> {
+    fn from(v: f64) -> Self {
+        Arg::Float(v)
+    }
+}
+impl From<Option<f64>> for Arg<'_> {
+    fn from(v: Option<f64>) -> Self {
+        Arg::OptFloat(v)
+    }
+}
+impl From<bool> for Arg<'_> {
+    fn from(v: bool) -> Self {
+        Arg::Bool(v)
+    }
+}
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(v)
+    }
+}
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(v)
+    }
+}
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Arg::OptText(v)
+    }
+}
+impl<'a> From<&'a Option<String>> for Arg<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Arg::OptText(v.as_deref())
+    }
+}
+
+/// `.bind()` for each kind of [`Arg`], on a concrete database's query.
+macro_rules! bind_arg {
+    ($q:expr, $arg:expr) => {
+        match $arg {
+            Arg::Owned(v) => $q.bind(v),
+            Arg::Int(v) => $q.bind(v),
+            Arg::OptInt(v) => $q.bind(v),
+            Arg::Float(v) => $q.bind(v),
+            Arg::OptFloat(v) => $q.bind(v),
+            Arg::Bool(v) => $q.bind(v),
+            Arg::Text(v) => $q.bind(v),
+            Arg::OptText(v) => $q.bind(v),
+        }
+    };
+}
+
+/// A statement being written: its text, with the dialect's placeholders, and its
+/// arguments. Plain data, so generic code can hold it across an await.
+pub struct Sql<'a, DB> {
+    text: String,
+    args: Vec<Arg<'a>>,
+    db: PhantomData<fn() -> DB>,
+}
+
+impl<'a, DB: Dialect> Sql<'a, DB> {
+    pub fn new(text: impl Into<String>) -> Self {
+        Sql {
+            text: text.into(),
+            args: Vec::new(),
+            db: PhantomData,
+        }
+    }
+
+    pub fn push(&mut self, text: impl AsRef<str>) -> &mut Self {
+        self.text.push_str(text.as_ref());
+        self
+    }
+
+    /// Writes a placeholder for `arg` and binds it.
+    pub fn bind(&mut self, arg: impl Into<Arg<'a>>) -> &mut Self {
+        self.args.push(arg.into());
+        DB::placeholder(self.args.len(), &mut self.text);
+        self
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.text.is_empty()
+    }
+}
+
+impl<'a> Sql<'a, Sqlite> {
+    /// Appends `other`'s statement after this one (SQLite runs several statements
+    /// in one execution; its placeholders are positional).
+    pub fn append(&mut self, other: Sql<'a, Sqlite>) {
+        self.text.push_str(&other.text);
+        self.args.extend(other.args);
+    }
+
+    /// The sqlx query, bound; `persistent` as sqlx means it.
+    pub fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
+        let mut q = sqlx::query(&self.text);
+        for arg in &self.args {
+            q = bind_arg!(q, arg.clone());
+        }
+        q
+    }
+}
+
+impl<'a> Sql<'a, Postgres> {
+    pub fn query(&self) -> Query<'_, Postgres, PgArguments> {
+        let mut q = sqlx::query(&self.text);
+        for arg in &self.args {
+            q = bind_arg!(q, arg.clone());
+        }
+        q
+    }
+}
+
+pub trait Dialect: sqlx::Database<Row: DbRow> {
+    /// A pattern match that ignores ASCII case (SQLite's LIKE already does).
+    const LIKE_ANY_CASE: &'static str;
+    /// The larger of two values (SQLite's two-argument MAX).
+    const GREATEST: &'static str;
+    /// Locks the rows a SELECT reads until the transaction ends. SQLite has one
+    /// writer at a time, so it needs none.
+    const FOR_UPDATE: &'static str;
+
+    /// Writes the placeholder of the `n`th argument (from 1).
+    fn placeholder(n: usize, out: &mut String);
+
+    /// Every row `sql` answers.
+    fn fetch_all<'e>(
+        pool: &'e Pool<Self>,
+        sql: Sql<'e, Self>,
+    ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
+
+    /// Every row `sql` answers, on a connection (inside a transaction, say).
+    fn fetch_all_in<'e>(
+        conn: &'e mut Self::Connection,
+        sql: Sql<'e, Self>,
+    ) -> impl Future<Output = Result<Vec<Self::Row>, sqlx::Error>> + Send + 'e;
+
+    /// Runs `sql` (one statement) and answers how many rows it changed.
+    fn execute<'e>(
+        conn: &'e mut Self::Connection,
+        sql: Sql<'e, Self>,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'e;
+
+    /// `old` JSON object text with `new`'s keys laid over it.
+    fn json_merge(old: &str, new: &str) -> String;
+
+    /// The recursive step of a walk over a trace's spans: for each row of the
+    /// working table `outer`, the spans `s` of the run's trace meeting `condition`,
+    /// as `columns`. Each step must stay a key probe: PostgreSQL, given a plain
+    /// join, planned a walk of the whole trace at each level.
+    fn push_each_span<'a>(
+        q: &mut Sql<'a, Self>,
+        outer: &str,
+        columns: &str,
+        run_id: &'a str,
+        trace_id: &'a str,
+        condition: &str,
+    );
+}
+
+impl Dialect for Sqlite {
+    const LIKE_ANY_CASE: &'static str = "LIKE";
+    const GREATEST: &'static str = "MAX";
+    const FOR_UPDATE: &'static str = "";
+
+    fn placeholder(_: usize, out: &mut String) {
+        out.push('?');
+    }
+
+    async fn fetch_all<'e>(
+        pool: &'e Pool<Self>,
+        sql: Sql<'e, Self>,
+    ) -> Result<Vec<SqliteRow>, sqlx::Error> {
+        sql.query().fetch_all(pool).await
+    }
+
+    async fn fetch_all_in<'e>(
+        conn: &'e mut sqlx::SqliteConnection,
+        sql: Sql<'e, Self>,
+    ) -> Result<Vec<SqliteRow>, sqlx::Error> {
+        sql.query().fetch_all(conn).await
+    }
+
+    async fn execute<'e>(
+        conn: &'e mut sqlx::SqliteConnection,
+        sql: Sql<'e, Self>,
+    ) -> Result<u64, sqlx::Error> {
+        Ok(sql.query().execute(conn).await?.rows_affected())
+    }
+
+    fn json_merge(old: &str, new: &str) -> String {
+        format!("json_patch({old}, {new})")
+    }
+
+    fn push_each_span<'a>(
+        q: &mut Sql<'a, Self>,
+        outer: &str,
+        _columns: &str,
+        run_id: &'a str,
+        trace_id: &'a str,
+        condition: &str,
+    ) {
+        q.push(format!("spans s JOIN {outer} ON s.run_id = "))
+            .bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(format!(" AND {condition}"));
+    }
+}
+
+impl Dialect for Postgres {
+    const LIKE_ANY_CASE: &'static str = "ILIKE";
+    const GREATEST: &'static str = "GREATEST";
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+
+    fn placeholder(n: usize, out: &mut String) {
+        out.push('$');
+        out.push_str(&n.to_string());
+    }
+
+    async fn fetch_all<'e>(
+        pool: &'e Pool<Self>,
+        sql: Sql<'e, Self>,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        sql.query().fetch_all(pool).await
+    }
+
+    async fn fetch_all_in<'e>(
+        conn: &'e mut sqlx::PgConnection,
+        sql: Sql<'e, Self>,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        sql.query().fetch_all(conn).await
+    }
+
+    async fn execute<'e>(
+        conn: &'e mut sqlx::PgConnection,
+        sql: Sql<'e, Self>,
+    ) -> Result<u64, sqlx::Error> {
+        Ok(sql.query().execute(conn).await?.rows_affected())
+    }
+
+    fn json_merge(old: &str, new: &str) -> String {
+        format!("({old}::jsonb || {new}::jsonb)::text")
+    }
+
+    fn push_each_span<'a>(
+        q: &mut Sql<'a, Self>,
+        outer: &str,
+        columns: &str,
+        run_id: &'a str,
+        trace_id: &'a str,
+        condition: &str,
+    ) {
+        // A LATERAL subquery with OFFSET 0 cannot be flattened into a join.
+        q.push(format!(
+            "{outer} CROSS JOIN LATERAL (SELECT {columns} FROM spans s WHERE s.run_id = "
+        ))
+        .bind(run_id)
+        .push(" AND s.trace_id = ")
+        .bind(trace_id)
+        .push(format!(" AND {condition} OFFSET 0) s"));
+    }
+}

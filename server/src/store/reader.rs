@@ -1,0 +1,447 @@
+//! The read side, written once for both databases over [`Dialect`].
+
+use async_trait::async_trait;
+use sqlx::Pool;
+use treeline_wire::{
+    ProjectList, ProjectSummary, RunDetail, RunList, RunSummary, SpanDetail, SpanNode, SpanPage,
+    StepActivity, StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
+};
+
+use super::cursor::page_cursor;
+use super::dialect::{Arg, Dialect, Sql};
+use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
+use super::{Cursor, StoreError, StoreResult, TraceQuery, TraceSort};
+
+/// How deep a deep link's ancestor walk goes before it gives up.
+pub const MAX_ANCESTORS: i64 = 100_000;
+
+/// What the dashboard and the query API read. Every method sees committed data
+/// only, and none writes.
+#[async_trait]
+pub trait Reads: Send + Sync {
+    /// Every project with its run and trace counts, most recently updated first.
+    async fn list_projects(&self) -> StoreResult<ProjectList>;
+    /// Runs (of `project`, or all), newest start first, paged by `cursor`.
+    async fn list_runs(
+        &self,
+        project: Option<&str>,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<RunList>;
+    /// The run with its config and metric keys; `None` when there is no such run.
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
+    /// Every (step, value) of one metric, by step.
+    async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>>;
+    /// One page of trace summaries matching `query`, in its order, with the cursor
+    /// of the next page.
+    async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList>;
+    async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>>;
+    /// Direct children of `parent` (or the roots and orphans), in start order.
+    async fn list_spans(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        parent: Option<&str>,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<SpanPage>;
+    /// Whether the span has arrived (its open, not only a close or a child).
+    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool>;
+    /// The span with its bodies and the ids of its ancestors, root first.
+    async fn get_span(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: &str,
+    ) -> StoreResult<Option<SpanDetail>>;
+    /// Per-step trace activity in `[min_step, max_step]`, at most `STEP_LIMIT` steps,
+    /// with the run's totals. `RunNotFound` for an unknown run.
+    async fn steps(
+        &self,
+        run_id: &str,
+        min_step: Option<i64>,
+        max_step: Option<i64>,
+    ) -> StoreResult<StepsResponse>;
+}
+
+/// [`Reads`] over a pool of either database.
+pub struct Reader<DB: Dialect> {
+    pool: Pool<DB>,
+}
+
+impl<DB: Dialect> Reader<DB> {
+    pub fn new(pool: Pool<DB>) -> Self {
+        Reader { pool }
+    }
+
+    async fn rows(&self, q: Sql<'_, DB>) -> StoreResult<Vec<DB::Row>> {
+        Ok(DB::fetch_all(&self.pool, q).await?)
+    }
+
+    async fn row(&self, q: Sql<'_, DB>) -> StoreResult<Option<DB::Row>> {
+        Ok(self.rows(q).await?.into_iter().next())
+    }
+}
+
+/// A query that starts with `sql`.
+fn sql<'a, DB: Dialect>(text: impl Into<String>) -> Sql<'a, DB> {
+    Sql::new(text)
+}
+
+/// Pushes `sql` then binds `arg`: the shape of most conditions.
+fn push<'a, DB: Dialect>(q: &mut Sql<'a, DB>, sql: &str, arg: impl Into<Arg<'a>>) {
+    q.push(sql);
+    q.bind(arg);
+}
+
+#[async_trait]
+impl<DB: Dialect> Reads for Reader<DB> {
+    async fn list_projects(&self) -> StoreResult<ProjectList> {
+        // CAST: PostgreSQL's SUM of a bigint is a numeric.
+        let rows = self
+            .rows(sql(
+                "SELECT project, COUNT(*) AS runs, CAST(SUM(trace_count) AS BIGINT) AS traces,
+                        MAX(updated_us) AS updated_us
+                   FROM runs GROUP BY project ORDER BY MAX(updated_us) DESC",
+            ))
+            .await?;
+        let projects = rows
+            .iter()
+            .map(|r| {
+                Ok(ProjectSummary {
+                    name: r.req_text("project")?,
+                    runs: r.req_int("runs")?,
+                    traces: r.req_int("traces")?,
+                    updated_us: r.req_int("updated_us")?,
+                })
+            })
+            .collect::<StoreResult<_>>()?;
+        Ok(ProjectList { projects })
+    }
+
+    async fn list_runs(
+        &self,
+        project: Option<&str>,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<RunList> {
+        let mut q = sql(format!(
+            "SELECT {} FROM runs WHERE 1 = 1",
+            rows::RUN_COLUMNS
+        ));
+        if let Some(p) = project {
+            push(&mut q, " AND project = ", p);
+        }
+        if let Some(c) = cursor {
+            push(&mut q, " AND (start_us, run_id) < (", c.value);
+            push(&mut q, ", ", &c.a);
+            q.push(")");
+        }
+        push(
+            &mut q,
+            " ORDER BY start_us DESC, run_id DESC LIMIT ",
+            page_limit(limit),
+        );
+        let mut runs: Vec<RunSummary> = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(rows::run_summary)
+            .collect::<StoreResult<_>>()?;
+        let next_cursor = page_cursor(&mut runs, limit, |r| Cursor {
+            value: r.start_us,
+            a: r.run_id.clone(),
+            b: String::new(),
+        });
+        Ok(RunList { runs, next_cursor })
+    }
+
+    async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>> {
+        let mut q = sql(format!(
+            "SELECT {}, config FROM runs WHERE run_id = ",
+            rows::RUN_COLUMNS
+        ));
+        q.bind(run_id);
+        let Some(row) = self.row(q).await? else {
+            return Ok(None);
+        };
+        let mut q = sql("SELECT DISTINCT key FROM metric_points WHERE run_id = ");
+        push(&mut q, "", run_id);
+        q.push(" ORDER BY key");
+        let metric_keys = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| r.req_text("key"))
+            .collect::<StoreResult<_>>()?;
+        Ok(Some(rows::run_detail(&row, metric_keys)?))
+    }
+
+    async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>> {
+        let mut q = sql("SELECT step, value FROM metric_points WHERE run_id = ");
+        push(&mut q, "", run_id);
+        push(&mut q, " AND key = ", key);
+        q.push(" ORDER BY step");
+        self.rows(q)
+            .await?
+            .iter()
+            .map(|r| Ok((r.req_int("step")?, r.req_float("value")?)))
+            .collect()
+    }
+
+    async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList> {
+        let sort = match query.sort {
+            TraceSort::Updated => "t.updated_us",
+            TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
+            TraceSort::Spans => "t.span_count",
+            TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
+            TraceSort::Errors => "t.error_count",
+        };
+        let mut q = sql(format!(
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value
+               FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1"
+        ));
+        if let Some(run_id) = &query.run_id {
+            push(&mut q, " AND t.run_id = ", run_id);
+        }
+        if let Some(project) = &query.project {
+            push(&mut q, " AND t.project = ", project);
+        }
+        if !query.statuses.is_empty() {
+            q.push(" AND t.status IN (");
+            for (i, s) in query.statuses.iter().enumerate() {
+                push(&mut q, if i == 0 { "" } else { ", " }, s.as_str());
+            }
+            q.push(")");
+        }
+        if query.kinds != 0 {
+            push(&mut q, " AND (t.kinds & ", query.kinds);
+            q.push(") <> 0");
+        }
+        if let Some(v) = query.since_us {
+            push(&mut q, " AND t.updated_us >= ", v);
+        }
+        if let Some(v) = query.until_us {
+            push(&mut q, " AND t.updated_us <= ", v);
+        }
+        if let Some(v) = query.min_step {
+            push(&mut q, " AND t.step >= ", v);
+        }
+        if let Some(v) = query.max_step {
+            push(&mut q, " AND t.step <= ", v);
+        }
+        let like = DB::LIKE_ANY_CASE;
+        for term in &query.terms {
+            let escaped = rows::escape_like(term);
+            push(&mut q, &format!(" AND (t.name {like} "), format!("%{escaped}%"));
+            q.push(" ESCAPE '\\'");
+            for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
+                push(&mut q, &format!(" OR {column} {like} "), format!("{escaped}%"));
+                q.push(" ESCAPE '\\'");
+            }
+            q.push(")");
+        }
+        let (cmp, dir) = if query.ascending {
+            (">", "ASC")
+        } else {
+            ("<", "DESC")
+        };
+        if let Some(c) = &query.cursor {
+            push(
+                &mut q,
+                &format!(" AND ({sort}, t.run_id, t.trace_id) {cmp} ("),
+                c.value,
+            );
+            push(&mut q, ", ", &c.a);
+            push(&mut q, ", ", &c.b);
+            q.push(")");
+        }
+        push(
+            &mut q,
+            &format!(" ORDER BY {sort} {dir}, t.run_id {dir}, t.trace_id {dir} LIMIT "),
+            page_limit(query.limit),
+        );
+        let mut items: Vec<(i64, TraceSummary)> = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?)))
+            .collect::<StoreResult<_>>()?;
+        let next_cursor = page_cursor(&mut items, query.limit, |(v, t)| Cursor {
+            value: *v,
+            a: t.run_id.clone(),
+            b: t.trace_id.clone(),
+        });
+        Ok(TraceList {
+            traces: items.into_iter().map(|(_, t)| t).collect(),
+            next_cursor,
+            window: None,
+        })
+    }
+
+    async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>> {
+        let mut q = sql(format!(
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name
+               FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE t.run_id = "
+        ));
+        q.bind(run_id);
+        push(&mut q, " AND t.trace_id = ", trace_id);
+        self.row(q)
+            .await?
+            .map(|r| rows::trace_summary(&r))
+            .transpose()
+    }
+
+    async fn list_spans(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        parent: Option<&str>,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<SpanPage> {
+        let mut q = sql(format!(
+            "SELECT {SPAN_NODE_COLUMNS} FROM spans s WHERE s.run_id = "
+        ));
+        q.bind(run_id);
+        push(&mut q, " AND s.trace_id = ", trace_id);
+        push(&mut q, " AND s.tree_parent = ", parent.unwrap_or(""));
+        if let Some(c) = cursor {
+            push(&mut q, " AND (s.start_us, s.span_id) > (", c.value);
+            push(&mut q, ", ", &c.a);
+            q.push(")");
+        }
+        push(
+            &mut q,
+            " ORDER BY s.start_us, s.span_id LIMIT ",
+            page_limit(limit),
+        );
+        let mut spans: Vec<SpanNode> = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(rows::span_node)
+            .collect::<StoreResult<_>>()?;
+        let next_cursor = page_cursor(&mut spans, limit, |s| Cursor {
+            value: s.start_us,
+            a: s.span_id.clone(),
+            b: String::new(),
+        });
+        Ok(SpanPage { spans, next_cursor })
+    }
+
+    async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {
+        let mut q = sql("SELECT 1 AS found FROM spans WHERE run_id = ");
+        q.bind(run_id);
+        push(&mut q, " AND trace_id = ", trace_id);
+        push(&mut q, " AND span_id = ", span_id);
+        q.push(" AND has_open");
+        Ok(self.row(q).await?.is_some())
+    }
+
+    async fn get_span(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: &str,
+    ) -> StoreResult<Option<SpanDetail>> {
+        let mut q = sql(format!(
+            "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
+            rows::SPAN_BODY_COLUMNS
+        ));
+        q.bind(run_id);
+        push(&mut q, " AND s.trace_id = ", trace_id);
+        push(&mut q, " AND s.span_id = ", span_id);
+        q.push(" AND s.has_open");
+        let Some(row) = self.row(q).await? else {
+            return Ok(None);
+        };
+        // The ancestors the tree must open, root first; an orphan's path is empty.
+        let mut q = sql(
+            "WITH RECURSIVE up(span_id, tree_parent, depth) AS (
+                 SELECT span_id, tree_parent, 0 FROM spans WHERE run_id = ",
+        );
+        q.bind(run_id);
+        push(&mut q, " AND trace_id = ", trace_id);
+        push(&mut q, " AND span_id = ", span_id);
+        q.push(" UNION ALL SELECT s.span_id, s.tree_parent, up.depth + 1 FROM ");
+        DB::push_each_span(
+            &mut q,
+            "up",
+            "s.span_id, s.tree_parent",
+            run_id,
+            trace_id,
+            "s.span_id = up.tree_parent",
+        );
+        push(
+            &mut q,
+            " WHERE up.tree_parent <> '' AND up.depth < ",
+            MAX_ANCESTORS,
+        );
+        q.push(") SELECT span_id FROM up WHERE depth > 0 ORDER BY depth DESC");
+        let path = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| r.req_text("span_id"))
+            .collect::<StoreResult<_>>()?;
+        Ok(Some(rows::span_detail(&row, run_id, trace_id, path)?))
+    }
+
+    async fn steps(
+        &self,
+        run_id: &str,
+        min_step: Option<i64>,
+        max_step: Option<i64>,
+    ) -> StoreResult<StepsResponse> {
+        let mut q = sql(
+            "SELECT trace_count, errored_count, running_count, unstepped_count,
+                    (SELECT MIN(step) FROM step_activity a WHERE a.run_id = runs.run_id) AS min_step,
+                    (SELECT MAX(step) FROM step_activity a WHERE a.run_id = runs.run_id) AS max_step
+               FROM runs WHERE run_id = ",
+        );
+        q.bind(run_id);
+        let run = self
+            .row(q)
+            .await?
+            .ok_or_else(|| StoreError::RunNotFound(run_id.to_string()))?;
+        let mut q = sql("SELECT step, traces, errored, running FROM step_activity WHERE run_id = ");
+        q.bind(run_id);
+        push(&mut q, " AND step >= ", min_step.unwrap_or(0));
+        push(&mut q, " AND step <= ", max_step.unwrap_or(i64::MAX));
+        push(&mut q, " ORDER BY step LIMIT ", page_limit(STEP_LIMIT));
+        let mut steps: Vec<StepActivity> = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(StepActivity {
+                    step: r.req_int("step")?,
+                    traces: r.req_int("traces")?,
+                    errored: r.req_int("errored")?,
+                    running: r.req_int("running")?,
+                })
+            })
+            .collect::<StoreResult<_>>()?;
+        let truncated = steps.len() > STEP_LIMIT;
+        steps.truncate(STEP_LIMIT);
+        Ok(StepsResponse {
+            steps,
+            totals: StepTotals {
+                traces: run.req_int("trace_count")?,
+                errored: run.req_int("errored_count")?,
+                running: run.req_int("running_count")?,
+                unstepped: run.req_int("unstepped_count")?,
+                min_step: run.int("min_step")?,
+                max_step: run.int("max_step")?,
+            },
+            truncated,
+            limit: STEP_LIMIT,
+        })
+    }
+}
+
+/// The LIMIT of a page query: one row past the page, to know whether more follow.
+fn page_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1)
+}

@@ -1,0 +1,163 @@
+//! Run and metric writes, the same on both databases: each runs on a connection
+//! inside the caller's transaction.
+
+use serde_json::Value;
+use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
+
+use super::dialect::{Dialect, Sql};
+use super::rows::DbRow;
+use super::statements;
+use super::{StoreError, StoreResult};
+
+/// Points per metrics statement, under both databases' bound-parameter limits.
+const METRIC_CHUNK: usize = 5_000;
+
+/// The run's project; `RunNotFound` when there is no such run.
+pub async fn run_project<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+) -> StoreResult<String> {
+    select_project::<DB>(conn, run_id, "").await
+}
+
+async fn select_project<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    lock: &str,
+) -> StoreResult<String> {
+    let mut q = Sql::<DB>::new("SELECT project FROM runs WHERE run_id = ");
+    q.bind(run_id);
+    q.push(lock);
+    let rows = DB::fetch_all_in(conn, q).await?;
+    match rows.first() {
+        Some(row) => row.req_text("project"),
+        None => Err(StoreError::RunNotFound(run_id.to_string())),
+    }
+}
+
+/// Creates the run (true) or updates its name, config and start (false). The
+/// insert comes first so that two requests creating one run meet on its key: one
+/// creates it, the other sees it (and its project) once the first commits.
+pub async fn upsert_run<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    run: &RunUpsert,
+    now: i64,
+) -> StoreResult<bool> {
+    let config = run.config.as_ref().map(Value::to_string);
+    let mut q = Sql::<DB>::new(
+        "INSERT INTO runs (run_id, project, name, config, status, start_us, updated_us) VALUES (",
+    );
+    q.bind(run_id);
+    q.push(", ");
+    q.bind(run.project.as_str());
+    q.push(", ");
+    q.bind(run.name.as_deref().unwrap_or(run_id));
+    q.push(", ");
+    q.bind(config.as_deref().unwrap_or("null"));
+    q.push(", 'running', ");
+    q.bind(run.start_us.unwrap_or(now));
+    q.push(", ");
+    q.bind(now);
+    q.push(") ON CONFLICT (run_id) DO NOTHING");
+    if DB::execute(&mut *conn, q).await? == 1 {
+        return Ok(true);
+    }
+    let project = select_project::<DB>(&mut *conn, run_id, DB::FOR_UPDATE).await?;
+    if project != run.project {
+        return Err(StoreError::ProjectConflict {
+            run_id: run_id.into(),
+            existing: project,
+        });
+    }
+    let mut q = Sql::<DB>::new("UPDATE runs SET name = COALESCE(");
+    q.bind(run.name.as_deref());
+    q.push(", name), config = COALESCE(");
+    q.bind(config.as_deref());
+    q.push(", config), start_us = COALESCE(");
+    q.bind(run.start_us);
+    q.push(", start_us), updated_us = ");
+    q.bind(now);
+    q.push(" WHERE run_id = ");
+    q.bind(run_id);
+    DB::execute(conn, q).await?;
+    Ok(false)
+}
+
+/// Sets the run's status and turns its running spans and traces into interrupted
+/// ones.
+pub async fn finish_run<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    finish: &RunFinish,
+    now: i64,
+) -> StoreResult<()> {
+    run_project::<DB>(&mut *conn, run_id).await?;
+    let mut q = Sql::<DB>::new("UPDATE runs SET status = ");
+    q.bind(finish.status.as_str());
+    q.push(", end_us = ");
+    q.bind(finish.end_us.unwrap_or(now));
+    q.push(", running_count = 0, updated_us = ");
+    q.bind(now);
+    q.push(" WHERE run_id = ");
+    q.bind(run_id);
+    DB::execute(&mut *conn, q).await?;
+
+    let mut q = Sql::<DB>::new("UPDATE spans SET status = 'interrupted' WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND status = 'running' AND has_open");
+    DB::execute(&mut *conn, q).await?;
+
+    let mut q = Sql::<DB>::new("UPDATE traces SET status = 'interrupted', updated_us = ");
+    q.bind(now);
+    q.push(" WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND status = 'running'");
+    DB::execute(&mut *conn, q).await?;
+
+    let mut q = Sql::<DB>::new("UPDATE step_activity SET running = 0 WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND running <> 0");
+    DB::execute(conn, q).await?;
+    Ok(())
+}
+
+/// Stores metric points; a repeated (key, step), in the batch or against stored
+/// points, keeps the last value on both databases.
+pub async fn write_metrics<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    points: &[MetricPoint],
+) -> StoreResult<()> {
+    run_project::<DB>(&mut *conn, run_id).await?;
+    let points = statements::last_per_step(points);
+    for chunk in points.chunks(METRIC_CHUNK) {
+        let mut q = Sql::<DB>::new("");
+        statements::metrics_upsert(&mut q, run_id, chunk);
+        DB::execute(&mut *conn, q).await?;
+    }
+    Ok(())
+}
+
+/// Forgets idempotency answers older than `before_us`.
+pub async fn prune_idempotency<DB: Dialect>(
+    conn: &mut DB::Connection,
+    before_us: i64,
+) -> StoreResult<u64> {
+    let mut q = Sql::<DB>::new("DELETE FROM idempotency WHERE created_us < ");
+    q.bind(before_us);
+    Ok(DB::execute(conn, q).await?)
+}
+
+/// The answer kept for `key`, if any.
+pub async fn idempotency_record<DB: Dialect>(
+    conn: &mut DB::Connection,
+    key: &str,
+) -> StoreResult<Option<super::IdempotencyRecord>> {
+    let mut q = Sql::<DB>::new(
+        "SELECT key, fingerprint, status, response FROM idempotency WHERE key = ",
+    );
+    q.bind(key);
+    let rows = DB::fetch_all_in(conn, q).await?;
+    rows.first().map(super::rows::idempotency).transpose()
+}

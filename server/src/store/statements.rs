@@ -1,0 +1,325 @@
+//! The write statements both databases share, written once over [`Dialect`]. Each
+//! function pushes exactly one statement: SQLite's group commit strings several into
+//! one execution, PostgreSQL runs them one by one.
+
+use std::collections::BTreeMap;
+
+use treeline_wire::{MetricPoint, SpanKind};
+
+use super::dialect::{Arg, Dialect, Sql};
+use super::rows;
+use super::IdempotencyRecord;
+use crate::ingest::{Adoption, RunDelta, SpanWrite, StepDelta, TraceWrite};
+
+/// `VALUES (…), (…)`: one row of arguments per item.
+fn push_values<'a, DB: Dialect, T, const N: usize>(
+    q: &mut Sql<'a, DB>,
+    items: &'a [T],
+    row: impl Fn(&'a T) -> [Arg<'a>; N],
+) {
+    q.push("VALUES ");
+    for (i, item) in items.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        for (j, arg) in row(item).into_iter().enumerate() {
+            if j > 0 {
+                q.push(", ");
+            }
+            q.bind(arg);
+        }
+        q.push(")");
+    }
+}
+
+/// Upserts spans; a stored span's attribute and metric maps are merged, not
+/// replaced, and a body it already has is kept unless a new one arrives.
+pub fn span_upsert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    spans: &'a [SpanWrite],
+) {
+    q.push(
+        "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
+         status, start_us, end_us, step, rank, thread_id, has_open, has_close, child_count, \
+         error_count, token_count, attr_count, attributes, metrics, links, input_truncated, \
+         output_truncated, input, output, error) ",
+    );
+    push_values(q, spans, |w| {
+        let s = &w.state;
+        [
+            run_id.into(),
+            (&s.trace_id).into(),
+            (&s.span_id).into(),
+            (&s.parent_span_id).into(),
+            (&s.tree_parent).into(),
+            (&s.name).into(),
+            s.kind.map(SpanKind::as_str).into(),
+            s.status.as_str().into(),
+            s.start_us.into(),
+            s.end_us.into(),
+            s.step.into(),
+            s.rank.into(),
+            (&s.thread_id).into(),
+            s.has_open.into(),
+            s.has_close.into(),
+            s.child_count.into(),
+            s.error_count.into(),
+            s.token_count.into(),
+            s.attr_count.into(),
+            rows::object_json(&w.attributes).into(),
+            rows::object_json(&w.metrics).into(),
+            rows::links_json(&w.links).into(),
+            w.input.as_ref().is_some_and(|b| b.truncated).into(),
+            w.output.as_ref().is_some_and(|b| b.truncated).into(),
+            w.input.as_ref().map(|b| b.json.as_str()).into(),
+            w.output.as_ref().map(|b| b.json.as_str()).into(),
+            w.error.as_ref().map(|b| b.json.as_str()).into(),
+        ]
+    });
+    q.push(format!(
+        " ON CONFLICT (run_id, trace_id, span_id) DO UPDATE SET \
+         parent_span_id = excluded.parent_span_id, tree_parent = excluded.tree_parent, \
+         name = excluded.name, kind = excluded.kind, status = excluded.status, \
+         start_us = excluded.start_us, end_us = excluded.end_us, step = excluded.step, \
+         rank = excluded.rank, thread_id = excluded.thread_id, has_open = excluded.has_open, \
+         has_close = excluded.has_close, child_count = excluded.child_count, \
+         error_count = excluded.error_count, token_count = excluded.token_count, \
+         attr_count = excluded.attr_count, attributes = {}, metrics = {}, \
+         links = CASE WHEN excluded.links = '[]' THEN spans.links ELSE excluded.links END, \
+         input_truncated = CASE WHEN excluded.input IS NULL THEN spans.input_truncated ELSE excluded.input_truncated END, \
+         output_truncated = CASE WHEN excluded.output IS NULL THEN spans.output_truncated ELSE excluded.output_truncated END, \
+         input = COALESCE(excluded.input, spans.input), \
+         output = COALESCE(excluded.output, spans.output), \
+         error = COALESCE(excluded.error, spans.error)",
+        DB::json_merge("spans.attributes", "excluded.attributes"),
+        DB::json_merge("spans.metrics", "excluded.metrics"),
+    ));
+}
+
+/// Upserts trace summaries (the planner computed them whole); root attributes merge.
+pub fn trace_upsert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    project: &'a str,
+    traces: &'a [TraceWrite],
+) {
+    q.push(
+        "INSERT INTO traces (run_id, trace_id, project, root_span_id, name, kind, status, kinds, \
+         span_count, error_count, child_tokens, root_tokens, iteration_count, step, rank, \
+         thread_id, rollout_id, start_us, end_us, updated_us, attributes) ",
+    );
+    push_values(q, traces, |w| {
+        let t = &w.state;
+        [
+            run_id.into(),
+            (&t.trace_id).into(),
+            project.into(),
+            (&t.root_span_id).into(),
+            (&t.name).into(),
+            t.kind.map(SpanKind::as_str).into(),
+            t.status.as_str().into(),
+            t.kinds.into(),
+            t.span_count.into(),
+            t.error_count.into(),
+            t.child_tokens.into(),
+            t.root_tokens.into(),
+            t.iteration_count.into(),
+            t.step.into(),
+            t.rank.into(),
+            (&t.thread_id).into(),
+            (&t.rollout_id).into(),
+            t.start_us.into(),
+            t.end_us.into(),
+            t.updated_us.into(),
+            rows::object_json(&w.attributes).into(),
+        ]
+    });
+    q.push(format!(
+        " ON CONFLICT (run_id, trace_id) DO UPDATE SET root_span_id = excluded.root_span_id, \
+         name = excluded.name, kind = excluded.kind, status = excluded.status, \
+         kinds = excluded.kinds, span_count = excluded.span_count, \
+         error_count = excluded.error_count, child_tokens = excluded.child_tokens, \
+         root_tokens = excluded.root_tokens, iteration_count = excluded.iteration_count, \
+         step = excluded.step, rank = excluded.rank, thread_id = excluded.thread_id, \
+         rollout_id = excluded.rollout_id, start_us = excluded.start_us, \
+         end_us = excluded.end_us, updated_us = excluded.updated_us, attributes = {}",
+        DB::json_merge("traces.attributes", "excluded.attributes"),
+    ));
+}
+
+/// Hangs the orphans waiting for `a.parent` under it, now that it has arrived.
+pub fn adopt<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, a: &'a Adoption) {
+    q.push("UPDATE spans SET tree_parent = parent_span_id WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND trace_id = ");
+    q.bind(&a.trace_id);
+    q.push(" AND tree_parent = '' AND parent_span_id = ");
+    q.bind(&a.parent);
+}
+
+/// Gives `step` to the descendants of `parent` that have no step of their own.
+pub fn step_descent<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    trace_id: &'a str,
+    parent: &'a str,
+    step: i64,
+) {
+    q.push("WITH RECURSIVE sub(span_id) AS (SELECT span_id FROM spans WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND trace_id = ");
+    q.bind(trace_id);
+    q.push(" AND tree_parent = ");
+    q.bind(parent);
+    q.push(" AND step IS NULL UNION ALL SELECT s.span_id FROM ");
+    DB::push_each_span(
+        q,
+        "sub",
+        "s.span_id",
+        run_id,
+        trace_id,
+        "s.tree_parent = sub.span_id AND s.step IS NULL",
+    );
+    q.push(") UPDATE spans SET step = ");
+    q.bind(step);
+    q.push(" WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND trace_id = ");
+    q.bind(trace_id);
+    q.push(" AND span_id IN (SELECT span_id FROM sub)");
+}
+
+/// Adds to the per-step trace counts.
+pub fn step_activity<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    steps: &'a BTreeMap<i64, StepDelta>,
+) {
+    let steps: Vec<(&'a i64, &'a StepDelta)> = steps.iter().collect();
+    q.push("INSERT INTO step_activity (run_id, step, traces, errored, running) VALUES ");
+    for (i, (step, d)) in steps.into_iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.bind(run_id);
+        for v in [*step, d.traces, d.errored, d.running] {
+            q.push(", ");
+            q.bind(v);
+        }
+        q.push(")");
+    }
+    q.push(
+        " ON CONFLICT (run_id, step) DO UPDATE SET \
+         traces = step_activity.traces + excluded.traces, \
+         errored = step_activity.errored + excluded.errored, \
+         running = step_activity.running + excluded.running",
+    );
+}
+
+/// Forgets steps whose last trace moved to another step.
+pub fn drop_empty_steps<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str) {
+    q.push("DELETE FROM step_activity WHERE run_id = ");
+    q.bind(run_id);
+    q.push(" AND traces <= 0");
+}
+
+/// Adds a batch's changes to the run's counts.
+pub fn run_counts<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    r: RunDelta,
+    now: i64,
+) {
+    q.push("UPDATE runs SET trace_count = trace_count + ");
+    q.bind(r.traces);
+    q.push(", errored_count = errored_count + ");
+    q.bind(r.errored);
+    q.push(", running_count = running_count + ");
+    q.bind(r.running);
+    q.push(", unstepped_count = unstepped_count + ");
+    q.bind(r.unstepped);
+    q.push(format!(", updated_us = {}(updated_us, ", DB::GREATEST));
+    q.bind(now);
+    q.push(") WHERE run_id = ");
+    q.bind(run_id);
+}
+
+/// Keeps idempotency answers; a key already kept keeps its first answer.
+pub fn idempotency_insert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    records: &'a [IdempotencyRecord],
+    now: i64,
+) {
+    q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us) ");
+    push_values(q, records, |r| {
+        [
+            (&r.key).into(),
+            (&r.fingerprint).into(),
+            i64::from(r.status).into(),
+            (&r.response).into(),
+            now.into(),
+        ]
+    });
+    q.push(" ON CONFLICT (key) DO NOTHING");
+}
+
+/// Upserts metric points. `points` must not repeat a (key, step): PostgreSQL
+/// refuses to update one row twice in a statement (see [`last_per_step`]).
+pub fn metrics_upsert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    points: &'a [&'a MetricPoint],
+) {
+    q.push("INSERT INTO metric_points (run_id, key, step, value, ts) ");
+    push_values(q, points, |p| {
+        [
+            run_id.into(),
+            (&p.key).into(),
+            p.step.into(),
+            p.value.into(),
+            p.ts.into(),
+        ]
+    });
+    q.push(
+        " ON CONFLICT (run_id, key, step) DO UPDATE SET value = excluded.value, ts = excluded.ts",
+    );
+}
+
+/// The last point of each (key, step), in first-seen order: what applying the
+/// points one by one leaves stored.
+pub fn last_per_step(points: &[MetricPoint]) -> Vec<&MetricPoint> {
+    let mut at: std::collections::HashMap<(&str, i64), usize> =
+        std::collections::HashMap::with_capacity(points.len());
+    let mut kept: Vec<&MetricPoint> = Vec::with_capacity(points.len());
+    for p in points {
+        match at.get(&(p.key.as_str(), p.step)) {
+            Some(&i) => kept[i] = p,
+            None => {
+                at.insert((p.key.as_str(), p.step), kept.len());
+                kept.push(p);
+            }
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(key: &str, step: i64, value: f64) -> MetricPoint {
+        MetricPoint {
+            key: key.into(),
+            step,
+            value,
+            ts: None,
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_and_step_keeps_the_last_value() {
+        let points = [point("loss", 1, 3.0), point("acc", 1, 0.5), point("loss", 1, 2.0)];
+        let kept: Vec<(&str, i64, f64)> = last_per_step(&points)
+            .into_iter()
+            .map(|p| (p.key.as_str(), p.step, p.value))
+            .collect();
+        assert_eq!(kept, vec![("loss", 1, 2.0), ("acc", 1, 0.5)]);
+    }
+}

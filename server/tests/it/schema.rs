@@ -1,0 +1,124 @@
+//! The two databases' schemas, compared: the same tables, columns, primary keys and
+//! indexes (by name and column order), so a migration added to one cannot be
+//! forgotten in the other. Types differ by dialect (INTEGER against BIGINT) and are
+//! not compared.
+
+use std::collections::BTreeSet;
+
+use sqlx::{Connection, Row};
+use treeline_server::store;
+
+/// (table, column), (table, primary key columns) and (index, table, columns).
+#[derive(Debug, Default, PartialEq)]
+struct Schema {
+    columns: BTreeSet<(String, String)>,
+    primary_keys: BTreeSet<(String, String)>,
+    indexes: BTreeSet<(String, String, String)>,
+}
+
+async fn sqlite_schema() -> Schema {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("schema.db").display());
+    drop(store::open(&url).await.expect("migrate sqlite"));
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("connect");
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table'
+            AND name NOT LIKE 'sqlite_%' AND name <> '_sqlx_migrations'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("tables");
+    let mut schema = Schema::default();
+    for table in tables {
+        let columns = sqlx::query("SELECT name, pk FROM pragma_table_info(?) ORDER BY pk, cid")
+            .bind(&table)
+            .fetch_all(&mut conn)
+            .await
+            .expect("columns");
+        let mut pk = Vec::new();
+        for c in &columns {
+            let name: String = c.get("name");
+            if c.get::<i64, _>("pk") > 0 {
+                pk.push(name.clone());
+            }
+            schema.columns.insert((table.clone(), name));
+        }
+        schema.primary_keys.insert((table.clone(), pk.join(",")));
+        let indexes: Vec<String> = sqlx::query_scalar(
+            "SELECT name FROM pragma_index_list(?) WHERE origin = 'c' ORDER BY name",
+        )
+        .bind(&table)
+        .fetch_all(&mut conn)
+        .await
+        .expect("indexes");
+        for index in indexes {
+            let cols: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM pragma_index_info(?) ORDER BY seqno")
+                    .bind(&index)
+                    .fetch_all(&mut conn)
+                    .await
+                    .expect("index columns");
+            schema
+                .indexes
+                .insert((index, table.clone(), cols.join(",")));
+        }
+    }
+    schema
+}
+
+async fn postgres_schema() -> Schema {
+    let base = std::env::var("TREELINE_TEST_POSTGRES_URL")
+        .expect("TREELINE_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL");
+    let name = format!("schema_{}", std::process::id());
+    let url = store::PostgresStore::create_database(&base, &name)
+        .await
+        .expect("create database");
+    drop(store::open(&url).await.expect("migrate postgres"));
+    let mut conn = sqlx::PgConnection::connect(&url).await.expect("connect");
+    let mut schema = Schema::default();
+    let columns = sqlx::query(
+        "SELECT table_name::text AS t, column_name::text AS c FROM information_schema.columns
+          WHERE table_schema = current_schema() AND table_name <> '_sqlx_migrations'",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("columns");
+    for c in columns {
+        schema.columns.insert((c.get("t"), c.get("c")));
+    }
+    let indexes = sqlx::query(
+        "SELECT i.relname::text AS index, t.relname::text AS tbl, x.indisprimary AS pk,
+                string_agg(a.attname::text, ',' ORDER BY k.ord) AS cols
+           FROM pg_index x
+           JOIN pg_class i ON i.oid = x.indexrelid
+           JOIN pg_class t ON t.oid = x.indrelid
+           JOIN pg_namespace n ON n.oid = t.relnamespace
+           CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
+           JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+          WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations'
+            AND (x.indisprimary OR NOT x.indisunique)
+          GROUP BY i.relname, t.relname, x.indisprimary",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("indexes");
+    for i in indexes {
+        if i.get::<bool, _>("pk") {
+            schema.primary_keys.insert((i.get("tbl"), i.get("cols")));
+        } else {
+            schema
+                .indexes
+                .insert((i.get("index"), i.get("tbl"), i.get("cols")));
+        }
+    }
+    schema
+}
+
+#[tokio::test]
+async fn sqlite_and_postgres_schemas_match() {
+    let (lite, pg) = (sqlite_schema().await, postgres_schema().await);
+    assert!(!lite.columns.is_empty() && !lite.indexes.is_empty());
+    assert_eq!(lite.columns, pg.columns, "columns differ");
+    assert_eq!(lite.primary_keys, pg.primary_keys, "primary keys differ");
+    assert_eq!(lite.indexes, pg.indexes, "indexes differ");
+}

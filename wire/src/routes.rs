@@ -1,0 +1,85 @@
+//! Every route of the HTTP API, written once. The server mounts the templates; the
+//! clients fill them with [`path`], which percent-encodes each parameter.
+
+/// Where the JSON API is mounted; the templates below are relative to it.
+pub const API_PREFIX: &str = "/api";
+/// OTLP/HTTP traces, at the root as OpenTelemetry exporters expect.
+pub const OTLP_TRACES: &str = "/v1/traces";
+pub const HEALTH: &str = "/healthz";
+
+pub const PROJECTS: &str = "/projects";
+pub const RUNS: &str = "/runs";
+pub const RUN: &str = "/runs/{run_id}";
+pub const RUN_FINISH: &str = "/runs/{run_id}/finish";
+pub const RUN_METRICS: &str = "/runs/{run_id}/metrics";
+pub const TRACES: &str = "/traces";
+pub const RUN_TRACES: &str = "/runs/{run_id}/traces";
+pub const RUN_TRACE_EVENTS: &str = "/runs/{run_id}/traces/events";
+pub const RUN_TRACE_STEPS: &str = "/runs/{run_id}/traces/steps";
+pub const TRACE: &str = "/runs/{run_id}/traces/{trace_id}";
+pub const SPANS: &str = "/runs/{run_id}/traces/{trace_id}/spans";
+pub const SPAN: &str = "/runs/{run_id}/traces/{trace_id}/spans/{span_id}";
+
+/// The full path of an API route: `template` under [`API_PREFIX`], each `{name}`
+/// replaced in order by the next of `params`, percent-encoded. A template with more
+/// placeholders than params keeps the rest as written (a caller's bug, visible in
+/// the 404 it earns rather than a panic).
+pub fn path(template: &str, params: &[&str]) -> String {
+    let mut out = String::with_capacity(API_PREFIX.len() + template.len() + 32);
+    out.push_str(API_PREFIX);
+    let mut params = params.iter();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        match params.next() {
+            Some(value) => encode_into(value, &mut out),
+            None => out.push_str(&rest[open..open + close + 1]),
+        }
+        rest = &rest[open + close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+pub fn encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    encode_into(value, &mut out);
+    out
+}
+
+fn encode_into(value: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push('%');
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xF)] as char);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_placeholders_in_order_and_encodes_them() {
+        assert_eq!(path(RUNS, &[]), "/api/runs");
+        assert_eq!(
+            path(SPAN, &["run 1", "t/2", "s3"]),
+            "/api/runs/run%201/traces/t%2F2/spans/s3"
+        );
+        assert_eq!(path(RUN_FINISH, &["r"]), "/api/runs/r/finish");
+    }
+
+    #[test]
+    fn missing_params_stay_visible() {
+        assert_eq!(path(TRACE, &["r"]), "/api/runs/r/traces/{trace_id}");
+    }
+}
