@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+use crate::failure::{Context, Failure, Outcome};
 use crate::http::{AppState, DEFAULT_WINDOW_US};
 use crate::{serve, store};
 
@@ -26,12 +27,15 @@ enum Command {
     /// Serve the dashboard and the HTTP API (the default).
     Serve(ServeArgs),
     /// Measure the server and print the figures.
+    #[cfg(feature = "devtools")]
     #[command(subcommand)]
     Bench(BenchCommand),
     /// Load the demo projects through the ingest API.
+    #[cfg(feature = "devtools")]
     Demo(crate::demo::DemoArgs),
 }
 
+#[cfg(feature = "devtools")]
 #[derive(Subcommand)]
 enum BenchCommand {
     /// Span events per second through HTTP, JSON and the store, acknowledged when durable.
@@ -102,23 +106,27 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
+        #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Otlp(args)) => {
             runtime.block_on(crate::otlp::bench::otlp(args))
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("treeline: {message}");
+        Err(failure) => {
+            eprintln!("treeline: {}", failure.report());
             ExitCode::FAILURE
         }
     }
 }
 
-async fn serve_command(args: ServeArgs) -> Result<(), String> {
+async fn serve_command(args: ServeArgs) -> Outcome {
     let url = args.database_url();
     if url.starts_with("sqlite:") {
         std::fs::create_dir_all(&args.data_dir).map_err(|e| {
@@ -130,19 +138,22 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
     }
     let store = store::open(&url)
         .await
-        .map_err(|e| format!("cannot open the database: {e}"))?;
-    if let Ok(n) = store
+        .context("cannot open the database")?;
+    match store
         .idempotency_prune(crate::http::now_us() - 48 * 3600 * 1_000_000)
         .await
     {
-        tracing::debug!(pruned = n, "old idempotency keys removed");
+        Ok(n) => tracing::debug!(pruned = n, "old idempotency keys removed"),
+        Err(e) => tracing::warn!(error = %crate::http::error::chain(&e),
+            "old idempotency keys could not be removed"),
     }
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store
-            .reads().list_runs(None, 1, None)
+            .reads()
+            .list_runs(None, 1, None)
             .await
-            .map_err(|e| format!("cannot read the database: {e}"))?
+            .context("cannot read the database")?
             .runs
             .is_empty();
     let mut state = AppState::new(store);
@@ -156,10 +167,10 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
     state.window_us = args.window_days.max(1) * (DEFAULT_WINDOW_US / 7);
     if state.api_keys.is_empty() {
         if !args.addr.ip().is_loopback() {
-            return Err(format!(
+            return Err(Failure::msg(format!(
                 "refusing to listen on {} without API keys: pass --api-key (or TREELINE_API_KEYS), or listen on 127.0.0.1",
                 args.addr
-            ));
+            )));
         }
         tracing::warn!(
             "no API keys configured: writes are open to anyone who can reach {}",
@@ -172,8 +183,10 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
         .unwrap_or_else(serve::default_site_root);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let addr = listener
+        .local_addr()
+        .context("cannot read the listening address")?;
     let database = if url.starts_with("sqlite:") {
         url.clone()
     } else {
@@ -187,10 +200,16 @@ async fn serve_command(args: ServeArgs) -> Result<(), String> {
     }
     serve::run(listener, serve::app(state, &site_root, addr))
         .await
-        .map_err(|e| e.to_string())
+        .context("the server stopped")
+}
+
+#[cfg(not(feature = "devtools"))]
+fn spawn_demo(_addr: SocketAddr, _api_key: Option<String>) {
+    tracing::warn!("demo: this build has no demo (built without the devtools feature)");
 }
 
 /// Loads the demo into this server over HTTP, as any client would, while it serves.
+#[cfg(feature = "devtools")]
 fn spawn_demo(addr: SocketAddr, api_key: Option<String>) {
     let mut target = addr;
     if target.ip().is_unspecified() {
@@ -211,7 +230,7 @@ fn spawn_demo(addr: SocketAddr, api_key: Option<String>) {
                 summary.spans,
                 summary.elapsed.as_secs_f64()
             ),
-            Err(e) => tracing::error!("demo: loading failed: {e}"),
+            Err(e) => tracing::error!("demo: loading failed: {}", e.report()),
         }
     });
 }

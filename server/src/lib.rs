@@ -1,9 +1,12 @@
 //! The Treeline server: ingest and query over HTTP, and the dashboard rendered on the
 //! server and hydrated in the browser.
 
+#[cfg(feature = "devtools")]
 pub mod bench;
 pub mod cli;
+#[cfg(feature = "devtools")]
 pub mod demo;
+pub mod failure;
 pub mod http;
 pub mod ingest;
 pub mod otlp;

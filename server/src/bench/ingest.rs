@@ -1,12 +1,13 @@
 //! `treeline bench ingest`: end-to-end ingest throughput through the HTTP API and the
 //! Rust client, on a server of its own (or the one `--url` names).
 
+use crate::failure::Outcome;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use treeline_wire::RunUpsert;
 use treeline_client::{new_key, Client};
+use treeline_wire::RunUpsert;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct IngestArgs {
@@ -66,7 +67,7 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
     out
 }
 
-pub async fn ingest(args: IngestArgs) -> Result<(), String> {
+pub async fn ingest(args: IngestArgs) -> Outcome {
     let mut _temp = None;
     let base = match &args.url {
         Some(url) => url.clone(),
@@ -110,7 +111,10 @@ pub async fn ingest(args: IngestArgs) -> Result<(), String> {
                 let t = Instant::now();
                 let reply: Value = client
                     .post_raw(
-                        &treeline_wire::routes::path(treeline_wire::routes::RUN_TRACE_EVENTS, &[&run_id]),
+                        &treeline_wire::routes::path(
+                            treeline_wire::routes::RUN_TRACE_EVENTS,
+                            &[&run_id],
+                        ),
                         body.clone(),
                         &new_key(),
                     )

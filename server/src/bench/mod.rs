@@ -6,6 +6,7 @@ mod query;
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 
+use crate::failure::Outcome;
 use std::time::Duration;
 
 use crate::http::AppState;
@@ -13,9 +14,7 @@ use crate::{serve, store};
 
 /// Starts a server of the benchmark's own on a free loopback port, on `url` or on
 /// SQLite in a temporary directory (kept alive by the returned guard).
-pub async fn start_server(
-    url: Option<String>,
-) -> Result<(String, Option<tempfile::TempDir>), String> {
+pub async fn start_server(url: Option<String>) -> Outcome<(String, Option<tempfile::TempDir>)> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
     let store = store::open(&url)

@@ -2,6 +2,7 @@
 //! 1,000,000 traces and 10,000,000 spans through the real write path, then times the
 //! hot reads through the API router in-process: server-side figures, no network.
 
+use crate::failure::{Context, Failure, Outcome};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -77,7 +78,7 @@ fn trace_events(n: usize, out: &mut Vec<Value>) {
     out.push(json!({"op": "close", "trace_id": trace_id, "span_id": "r", "status": status, "ts": ts + 100}));
 }
 
-async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Result<(), String> {
+async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Outcome {
     let parsed = events
         .iter()
         .enumerate()
@@ -87,10 +88,10 @@ async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Resu
         .write_events(run, parsed, now)
         .await
         .map(|_| ())
-        .map_err(|e| e.to_string())
+        .context("writing the benchmark's events")
 }
 
-async fn build(store: &dyn Store, traces: usize) -> Result<(), String> {
+async fn build(store: &dyn Store, traces: usize) -> Outcome {
     let now = crate::http::now_us();
     for r in 0..RUNS {
         let run = RunUpsert {
@@ -153,7 +154,7 @@ async fn build(store: &dyn Store, traces: usize) -> Result<(), String> {
     Ok(())
 }
 
-async fn time_get(api: &Router, path: &str) -> Result<Duration, String> {
+async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
     let request = Request::get(path)
         .body(Body::empty())
         .map_err(|e| e.to_string())?;
@@ -172,10 +173,10 @@ async fn time_get(api: &Router, path: &str) -> Result<Duration, String> {
         .to_bytes();
     let elapsed = started.elapsed();
     if !status.is_success() {
-        return Err(format!(
+        return Err(Failure::msg(format!(
             "{path}: {status}: {}",
             String::from_utf8_lossy(&body)
-        ));
+        )));
     }
     Ok(elapsed)
 }
@@ -185,7 +186,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     super::percentile(sorted, p).as_secs_f64() * 1e3
 }
 
-pub async fn query(args: QueryArgs) -> Result<(), String> {
+pub async fn query(args: QueryArgs) -> Outcome {
     let url = match &args.database_url {
         Some(u) => u.clone(),
         None => {
@@ -196,9 +197,14 @@ pub async fn query(args: QueryArgs) -> Result<(), String> {
     let store = store::open(&url)
         .await
         .map_err(|e| format!("cannot open {url}: {e}"))?;
-    let have = store.reads().get_run(&run_id(1)).await.map_err(|e| e.to_string())?;
+    let have = store
+        .reads()
+        .get_run(&run_id(1))
+        .await
+        .map_err(|e| e.to_string())?;
     let built = store
-        .reads().get_trace(&run_id(1), BIG_TRACE)
+        .reads()
+        .get_trace(&run_id(1), BIG_TRACE)
         .await
         .map_err(|e| e.to_string())?
         .is_some();

@@ -12,14 +12,14 @@ use super::text::{
 use super::trace::{error, none, TraceWriter, HOUR, MIN, MS, SEC};
 use super::{long, Chunks, Ctx, RunPlan};
 
-pub const GRPO_RUN: &str = "demo-grpo-agent";
-pub const LIVE_RUN: &str = "demo-live";
+pub(super) const GRPO_RUN: &str = "demo-grpo-agent";
+pub(super) const LIVE_RUN: &str = "demo-live";
 const PROJECT: &str = "demo-agents";
-pub const MODEL: &str = "policy-7b-instruct";
+pub(super) const MODEL: &str = "policy-7b-instruct";
 
 const GRPO_STEPS: i64 = 200;
 const LIVE_STEPS: i64 = 40;
-pub const STEP_US: i64 = 4 * MIN;
+pub(super) const STEP_US: i64 = 4 * MIN;
 const GROUP: usize = 4;
 const PROMPTS: usize = 2;
 const TRACE_EVERY: i64 = 10;
@@ -62,7 +62,7 @@ fn config(seed: i64) -> Value {
         "reward": "exact_match", "seed": seed})
 }
 
-pub fn grpo(ctx: &Ctx) -> RunPlan {
+pub(super) fn grpo(ctx: &Ctx) -> RunPlan {
     let start = ctx.base + GRPO_START_H * HOUR;
     let (big_spans, wide_children) = (ctx.options.big_trace_spans, ctx.options.wide_children);
     RunPlan {
@@ -97,7 +97,7 @@ pub fn grpo(ctx: &Ctx) -> RunPlan {
     }
 }
 
-pub fn live(ctx: &Ctx) -> RunPlan {
+pub(super) fn live(ctx: &Ctx) -> RunPlan {
     let start = ctx.base + LIVE_START_H * HOUR;
     RunPlan {
         run_id: LIVE_RUN,
@@ -206,7 +206,10 @@ fn model(
 
 /// One sampled solution: iterations of think, call the policy, run a tool; sometimes a
 /// nested verifier agent; then the reward. None when `cut` left it open.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a generator step takes each of its knobs by name"
+)]
 fn sample(
     w: &mut TraceWriter,
     r: &mut Rng,

@@ -1,6 +1,7 @@
 //! `treeline demo`: load the demo into a running server, or into a data directory
 //! through a server of its own.
 
+use crate::failure::{Context, Outcome};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,7 +31,7 @@ pub struct DemoArgs {
     pub small: bool,
 }
 
-pub async fn run_command(args: DemoArgs) -> Result<(), String> {
+pub async fn run_command(args: DemoArgs) -> Outcome {
     let options = if args.small {
         Options::small()
     } else {
@@ -69,13 +70,13 @@ pub async fn run_command(args: DemoArgs) -> Result<(), String> {
 }
 
 /// Deletes the SQLite database (and its WAL files) of a data directory.
-fn reset(dir: &Path) -> Result<(), String> {
+fn reset(dir: &Path) -> Outcome {
     for name in ["treeline.db", "treeline.db-wal", "treeline.db-shm"] {
         let path = dir.join(name);
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("cannot delete {}: {e}", path.display())),
+            Err(e) => return Err(e).with_context(|| format!("cannot delete {}", path.display())),
         }
     }
     Ok(())
@@ -84,12 +85,15 @@ fn reset(dir: &Path) -> Result<(), String> {
 /// Serves the API alone on a free loopback port; returns its base URL.
 pub async fn spawn_api_server(
     store: Arc<dyn Store>,
-) -> Result<(String, tokio::task::JoinHandle<()>), String> {
+) -> Outcome<(String, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .map_err(|e| e.to_string())?;
     let addr: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
-    let app = axum::Router::new().nest(treeline_wire::routes::API_PREFIX, crate::http::router(AppState::new(store)));
+    let app = axum::Router::new().nest(
+        treeline_wire::routes::API_PREFIX,
+        crate::http::router(AppState::new(store)),
+    );
     let handle = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("demo server stopped: {e}");

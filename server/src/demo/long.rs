@@ -14,16 +14,16 @@ const WIDE_LABEL: &str = "demo-grpo-agent/heldout-eval";
 /// Events buffered before a chunk of a large trace is handed over.
 const CHUNK: usize = 2_000;
 
-pub fn big_trace_id() -> String {
+pub(super) fn big_trace_id() -> String {
     TraceWriter::new(BIG_LABEL).trace_id
 }
 
-pub fn wide_trace_id() -> String {
+pub(super) fn wide_trace_id() -> String {
     TraceWriter::new(WIDE_LABEL).trace_id
 }
 
 /// The scoring node: the third span the eval trace opens.
-pub fn wide_node_id() -> String {
+pub(super) fn wide_node_id() -> String {
     TraceWriter::id_at(WIDE_LABEL, 2)
 }
 
@@ -42,7 +42,7 @@ fn thousands(n: u64) -> String {
 
 /// A coding agent that migrates one module after another until the trace holds exactly
 /// `target` spans.
-pub fn big(t0: i64, target: u64) -> Chunks {
+pub(super) fn big(t0: i64, target: u64) -> Chunks {
     let mut w = TraceWriter::new(BIG_LABEL);
     let mut r = Rng::new(BIG_LABEL);
     let root = w.open(
@@ -119,7 +119,10 @@ fn migrate_module(
 
 /// Think, call the policy, run one tool; at the top level sometimes hand the failing
 /// tests to a nested fixer agent. Every span is opened only while the budget allows.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a generator step takes each of its knobs by name"
+)]
 fn iteration(
     w: &mut TraceWriter,
     r: &mut Rng,
@@ -254,7 +257,7 @@ fn iteration(
 }
 
 /// A held-out evaluation: the scoring node has `children` children, one per example.
-pub fn wide(step: i64, t0: i64, children: u64) -> Chunks {
+pub(super) fn wide(step: i64, t0: i64, children: u64) -> Chunks {
     let mut w = TraceWriter::new(WIDE_LABEL);
     let mut r = Rng::new(WIDE_LABEL);
     let root = w.open(

@@ -12,11 +12,12 @@ mod rng;
 mod text;
 mod trace;
 
+use crate::failure::{Failure, Outcome};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use treeline_wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
 use treeline_client::Client;
+use treeline_wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
 
 pub use command::{run_command, spawn_api_server, DemoArgs};
 
@@ -88,7 +89,7 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
-    pub fn new(now_us: i64, options: &Options) -> Ctx {
+    pub(crate) fn new(now_us: i64, options: &Options) -> Ctx {
         Ctx {
             base: now_us / trace::HOUR * trace::HOUR - 48 * trace::HOUR,
             options: options.clone(),
@@ -153,7 +154,7 @@ pub async fn load(
     client: &Client,
     options: &Options,
     progress: &mut (dyn FnMut(usize, usize) + Send),
-) -> Result<DemoSummary, String> {
+) -> Outcome<DemoSummary> {
     let started = Instant::now();
     let ctx = Ctx::new(crate::http::now_us(), options);
     let plans = plan(&ctx);
@@ -222,7 +223,7 @@ pub async fn load(
     })
 }
 
-async fn send(client: &Client, run_id: &str, events: &[Value]) -> Result<(), String> {
+async fn send(client: &Client, run_id: &str, events: &[Value]) -> Outcome {
     let reply = client
         .send_events(run_id, events)
         .await
@@ -231,15 +232,15 @@ async fn send(client: &Client, run_id: &str, events: &[Value]) -> Result<(), Str
 }
 
 /// A rejected demo event is a bug in the demo: stop and say which.
-fn check(run_id: &str, reply: &BatchResponse) -> Result<(), String> {
+fn check(run_id: &str, reply: &BatchResponse) -> Outcome {
     match reply.rejected.first() {
         None => Ok(()),
-        Some(r) => Err(format!(
+        Some(r) => Err(Failure::msg(format!(
             "the server rejected {} demo items of {run_id}; the first: {}: {}",
             reply.rejected.len(),
             r.code,
             r.message
-        )),
+        ))),
     }
 }
 

@@ -8,13 +8,13 @@ use super::rng::{round, Rng};
 use super::trace::{error, none, TraceWriter, MS, SEC};
 use super::{Chunks, Ctx, RunPlan};
 
-pub const PPO_RUN: &str = "demo-ppo-cartpole";
-pub const INTERRUPTED_RUN: &str = "demo-interrupted";
+pub(super) const PPO_RUN: &str = "demo-ppo-cartpole";
+pub(super) const INTERRUPTED_RUN: &str = "demo-interrupted";
 const PROJECT: &str = "demo-rl";
 
 const PPO_STEPS: i64 = 500;
 /// Steps whose rollouts fail: the simulator diverges and episodes abort early.
-pub const INCIDENT: (i64, i64) = (300, 340);
+pub(super) const INCIDENT: (i64, i64) = (300, 340);
 const PPO_STEP_US: i64 = 20 * SEC;
 
 const LANDER_STEPS: i64 = 120;
@@ -90,7 +90,7 @@ fn ppo_traced(step: i64) -> bool {
     step % 4 == 0 || (INCIDENT.0..=INCIDENT.1 + 3).contains(&step)
 }
 
-pub fn ppo(ctx: &Ctx) -> RunPlan {
+pub(super) fn ppo(ctx: &Ctx) -> RunPlan {
     let start = ctx.base;
     let metrics = (0..PPO_STEPS)
         .flat_map(|step| {
@@ -144,7 +144,7 @@ pub fn ppo(ctx: &Ctx) -> RunPlan {
     }
 }
 
-pub fn interrupted(ctx: &Ctx) -> RunPlan {
+pub(super) fn interrupted(ctx: &Ctx) -> RunPlan {
     let start = ctx.base + LANDER_START_H * super::trace::HOUR;
     let metric = |step: i64| {
         let mut r = Rng::new(&format!("{INTERRUPTED_RUN}/metrics/{step}"));

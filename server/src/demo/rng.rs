@@ -2,14 +2,14 @@
 //! operations (+, −, ×, ÷, sqrt, round), so the demo is the same on every platform.
 
 /// SplitMix64's finalizer: a bijection on u64, so distinct inputs give distinct ids.
-pub fn mix(mut x: u64) -> u64 {
+pub(super) fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
 
 /// FNV-1a of a label, mixed.
-pub fn hash(label: &str) -> u64 {
+pub(super) fn hash(label: &str) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in label.bytes() {
         h ^= u64::from(b);
@@ -19,36 +19,36 @@ pub fn hash(label: &str) -> u64 {
 }
 
 /// A 32-hex trace id named by a label such as `demo-ppo-cartpole/rollout/42`.
-pub fn trace_id(label: &str) -> String {
+pub(super) fn trace_id(label: &str) -> String {
     let h = hash(label);
     format!("{:016x}{:016x}", mix(h), mix(h ^ 0x9e37_79b9_7f4a_7c15))
 }
 
 /// The `n`th 16-hex span id of the trace whose salt is `salt`: unique within the trace.
-pub fn span_id(salt: u64, n: u64) -> String {
+pub(super) fn span_id(salt: u64, n: u64) -> String {
     format!("{:016x}", mix(salt.wrapping_add(n)))
 }
 
 #[derive(Clone, Debug)]
-pub struct Rng(u64);
+pub(super) struct Rng(u64);
 
 impl Rng {
-    pub fn new(label: &str) -> Rng {
+    pub(super) fn new(label: &str) -> Rng {
         Rng(hash(label))
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(super) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         mix(self.0)
     }
 
     /// Uniform in [0, 1).
-    pub fn f64(&mut self) -> f64 {
+    pub(super) fn f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
     /// Uniform in 0..n (0 when n is 0).
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         if n == 0 {
             0
         } else {
@@ -56,28 +56,28 @@ impl Rng {
         }
     }
 
-    pub fn range(&mut self, lo: i64, hi_inclusive: i64) -> i64 {
+    pub(super) fn range(&mut self, lo: i64, hi_inclusive: i64) -> i64 {
         lo + self.below((hi_inclusive - lo + 1).max(1) as u64) as i64
     }
 
-    pub fn chance(&mut self, p: f64) -> bool {
+    pub(super) fn chance(&mut self, p: f64) -> bool {
         self.f64() < p
     }
 
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(super) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 
     /// Roughly standard normal (Irwin–Hall of four uniforms): no transcendental
     /// functions, whose last bits differ between platforms.
-    pub fn noise(&mut self) -> f64 {
+    pub(super) fn noise(&mut self) -> f64 {
         let sum: f64 = (0..4).map(|_| self.f64()).sum();
         (sum - 2.0) * 3f64.sqrt()
     }
 }
 
 /// Rounds to `places` decimals, so bodies and charts show tidy numbers.
-pub fn round(x: f64, places: i32) -> f64 {
+pub(super) fn round(x: f64, places: i32) -> f64 {
     let scale = [1.0, 10.0, 100.0, 1_000.0, 10_000.0][places.clamp(0, 4) as usize];
     (x * scale).round() / scale
 }

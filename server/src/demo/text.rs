@@ -4,14 +4,14 @@ use serde_json::{json, Value};
 
 use super::rng::{hash, Rng};
 
-pub const SYSTEM_PROMPT: &str = "You are a careful math assistant. Use the python tool for \
+pub(super) const SYSTEM_PROMPT: &str = "You are a careful math assistant. Use the python tool for \
      arithmetic, check your work, and end with 'Final answer: <number>'.";
 
-pub const VERIFIER_PROMPT: &str =
+pub(super) const VERIFIER_PROMPT: &str =
     "You verify arithmetic. Recompute the claim with the calculator and answer VERIFIED or REJECTED.";
 
 /// A word problem with a program that solves it.
-pub struct Task {
+pub(super) struct Task {
     pub id: String,
     pub family: &'static str,
     pub question: String,
@@ -22,7 +22,7 @@ pub struct Task {
     pub unit: &'static str,
 }
 
-pub fn task(label: &str) -> Task {
+pub(super) fn task(label: &str) -> Task {
     let mut r = Rng::new(label);
     let (family, question, expression, answer, unit) = match r.below(6) {
         0 => {
@@ -105,25 +105,25 @@ pub fn task(label: &str) -> Task {
     }
 }
 
-pub fn msg(role: &str, content: &str) -> Value {
+pub(super) fn msg(role: &str, content: &str) -> Value {
     json!({"role": role, "content": content})
 }
 
 /// An OpenAI-style tool call: the arguments are a JSON document in a string.
-pub fn tool_call(id: &str, name: &str, arguments: &Value) -> Value {
+pub(super) fn tool_call(id: &str, name: &str, arguments: &Value) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
 }
 
-pub fn assistant_with_calls(content: &str, calls: Vec<Value>) -> Value {
+pub(super) fn assistant_with_calls(content: &str, calls: Vec<Value>) -> Value {
     json!({"role": "assistant", "content": content, "tool_calls": calls})
 }
 
-pub fn tool_result(call_id: &str, name: &str, content: &str) -> Value {
+pub(super) fn tool_result(call_id: &str, name: &str, content: &str) -> Value {
     json!({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
 }
 
 /// A rough token count (four characters a token, plus framing), deterministic.
-pub fn tokens(messages: &[Value]) -> i64 {
+pub(super) fn tokens(messages: &[Value]) -> i64 {
     messages
         .iter()
         .map(|m| {
@@ -134,7 +134,7 @@ pub fn tokens(messages: &[Value]) -> i64 {
         .sum()
 }
 
-pub const MODULE_WORDS: &[&str] = &[
+pub(super) const MODULE_WORDS: &[&str] = &[
     "loader",
     "sampler",
     "buffer",
@@ -153,7 +153,7 @@ pub const MODULE_WORDS: &[&str] = &[
     "logging",
 ];
 
-pub const THOUGHTS: &[&str] = &[
+pub(super) const THOUGHTS: &[&str] = &[
     "The numbers are small, but I'll use python anyway so the arithmetic is checked.",
     "I should restate the quantities first, then compute.",
     "This is a single multiplication or sum; compute it, then double-check the units.",

@@ -4,14 +4,14 @@ use serde_json::{json, Map, Value};
 
 use super::rng;
 
-pub const MS: i64 = 1_000;
-pub const SEC: i64 = 1_000_000;
-pub const MIN: i64 = 60 * SEC;
-pub const HOUR: i64 = 60 * MIN;
+pub(super) const MS: i64 = 1_000;
+pub(super) const SEC: i64 = 1_000_000;
+pub(super) const MIN: i64 = 60 * SEC;
+pub(super) const HOUR: i64 = 60 * MIN;
 
 /// Events of one trace, appended in send order. Spans are numbered in open order, so
 /// a span's id depends only on the trace and its position.
-pub struct TraceWriter {
+pub(super) struct TraceWriter {
     pub trace_id: String,
     salt: u64,
     opened: u64,
@@ -19,7 +19,7 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    pub fn new(label: &str) -> TraceWriter {
+    pub(super) fn new(label: &str) -> TraceWriter {
         let trace_id = rng::trace_id(label);
         TraceWriter {
             salt: rng::hash(&trace_id),
@@ -30,26 +30,26 @@ impl TraceWriter {
     }
 
     /// The id that the `n`th span (0 = first opened) of the trace named `label` gets.
-    pub fn id_at(label: &str, n: u64) -> String {
+    pub(super) fn id_at(label: &str, n: u64) -> String {
         rng::span_id(rng::hash(&rng::trace_id(label)), n)
     }
 
     /// Spans opened so far.
-    pub fn spans(&self) -> u64 {
+    pub(super) fn spans(&self) -> u64 {
         self.opened
     }
 
-    pub fn buffered(&self) -> usize {
+    pub(super) fn buffered(&self) -> usize {
         self.events.len()
     }
 
     /// The events written since the last call.
-    pub fn take(&mut self) -> Vec<Value> {
+    pub(super) fn take(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.events)
     }
 
     /// Opens a span; `extra` (an object) adds fields such as step, attributes, input.
-    pub fn open(
+    pub(super) fn open(
         &mut self,
         parent: Option<&str>,
         kind: &str,
@@ -67,7 +67,7 @@ impl TraceWriter {
     }
 
     /// Closes a span; `extra` adds output, error, attributes, metrics, token_count.
-    pub fn close(&mut self, span_id: &str, ts: i64, status: &str, extra: Value) {
+    pub(super) fn close(&mut self, span_id: &str, ts: i64, status: &str, extra: Value) {
         let mut event = json!({"op": "close", "trace_id": self.trace_id, "span_id": span_id,
             "ts": ts, "status": status});
         merge(&mut event, extra);
@@ -75,8 +75,11 @@ impl TraceWriter {
     }
 
     /// A leaf span: opened and closed at once.
-    #[allow(clippy::too_many_arguments)]
-    pub fn leaf(
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a generator step takes each of its knobs by name"
+    )]
+    pub(super) fn leaf(
         &mut self,
         parent: &str,
         kind: &str,
@@ -100,11 +103,11 @@ fn merge(event: &mut Value, extra: Value) {
 }
 
 /// An `{"type", "message"}` error body.
-pub fn error(kind: &str, message: &str) -> Value {
+pub(super) fn error(kind: &str, message: &str) -> Value {
     json!({"type": kind, "message": message})
 }
 
 /// An empty object, for spans with nothing extra.
-pub fn none() -> Value {
+pub(super) fn none() -> Value {
     Value::Object(Map::new())
 }

@@ -68,7 +68,10 @@ async fn finish_run(
                 .map_err(|e| ApiError::bad("invalid_body", format!("finish: {e}")))?;
             finish.validate()?;
             state.store.finish_run(&run_id, &finish, now_us()).await?;
-            Ok(serde_json::to_value(state.store.reads().get_run(&run_id).await?).unwrap_or(Value::Null))
+            Ok(
+                serde_json::to_value(state.store.reads().get_run(&run_id).await?)
+                    .unwrap_or(Value::Null),
+            )
         },
     )
     .await

@@ -98,7 +98,12 @@ async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResu
     Ok(Json(
         state
             .store
-            .reads().list_runs(p.text("project"), p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?, cursor.as_ref())
+            .reads()
+            .list_runs(
+                p.text("project"),
+                p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?,
+                cursor.as_ref(),
+            )
             .await?,
     ))
 }
@@ -114,7 +119,8 @@ async fn run(
 async fn find_run(state: &AppState, run_id: &str) -> ApiResult<RunDetail> {
     state
         .store
-        .reads().get_run(run_id)
+        .reads()
+        .get_run(run_id)
         .await?
         .ok_or_else(|| ApiError::not_found("run_not_found", format!("run {run_id} not found")))
 }
@@ -145,8 +151,10 @@ async fn metrics(
             })?,
     };
     find_run(&state, &run_id).await?;
-    let (points, downsampled) =
-        downsample(state.store.reads().metric_series(&run_id, &key).await?, max_points);
+    let (points, downsampled) = downsample(
+        state.store.reads().metric_series(&run_id, &key).await?,
+        max_points,
+    );
     Ok(Json(MetricSeries {
         key,
         points,
@@ -288,7 +296,8 @@ async fn steps(
     Ok(Json(
         state
             .store
-            .reads().steps(
+            .reads()
+            .steps(
                 &run_id,
                 p.non_negative("min_step")?,
                 p.non_negative("max_step")?,
@@ -329,14 +338,20 @@ async fn spans(
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
         check_id(parent, "parent_span_id")?;
-        if !state.store.reads().span_exists(&run_id, &trace_id, parent).await? {
+        if !state
+            .store
+            .reads()
+            .span_exists(&run_id, &trace_id, parent)
+            .await?
+        {
             return Err(span_not_found(parent, &trace_id));
         }
     }
     Ok(Json(
         state
             .store
-            .reads().list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
+            .reads()
+            .list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
             .await?,
     ))
 }
@@ -356,7 +371,8 @@ async fn span(
     find_trace(&state, &run_id, &trace_id).await?;
     state
         .store
-        .reads().get_span(&run_id, &trace_id, &span_id)
+        .reads()
+        .get_span(&run_id, &trace_id, &span_id)
         .await?
         .map(Json)
         .ok_or_else(|| span_not_found(&span_id, &trace_id))

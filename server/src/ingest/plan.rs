@@ -8,7 +8,10 @@ use treeline_wire::{
 use super::state::{Activity, SpanState, TraceState};
 
 /// Reads the current state of rows a batch touches, inside the batch's transaction.
-#[allow(async_fn_in_trait)]
+#[allow(
+    async_fn_in_trait,
+    reason = "only used inside this crate, with concrete types whose futures are Send"
+)]
 pub trait Loader {
     type Error;
     /// The spans among `keys` (trace id, span id) that exist; missing ones are left out.

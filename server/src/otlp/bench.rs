@@ -2,6 +2,7 @@
 //! and visible through the query API, on a server of its own (or the one `--url`
 //! names).
 
+use crate::failure::{Failure, Outcome};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -140,7 +141,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap_or_default()
 }
 
-async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>, gzip: bool) -> Result<(), String> {
+async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>, gzip: bool) -> Outcome {
     let mut request = http
         .post(url)
         .header("content-type", "application/x-protobuf")
@@ -152,20 +153,23 @@ async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>, gzip: bool) -> R
     let status = response.status();
     let bytes = response.bytes().await.map_err(|e| e.to_string())?;
     if !status.is_success() {
-        return Err(format!("{status}: {}", String::from_utf8_lossy(&bytes)));
+        return Err(Failure::msg(format!(
+            "{status}: {}",
+            String::from_utf8_lossy(&bytes)
+        )));
     }
     let reply = ExportTraceServiceResponse::decode(&bytes[..]).map_err(|e| e.to_string())?;
     match reply.partial_success {
-        Some(p) if p.rejected_spans > 0 => Err(format!(
+        Some(p) if p.rejected_spans > 0 => Err(Failure::msg(format!(
             "{} spans rejected: {}",
             p.rejected_spans, p.error_message
-        )),
+        ))),
         _ => Ok(()),
     }
 }
 
 /// Spans and traces of the run as the query API lists them.
-async fn visible(http: &reqwest::Client, base: &str, run_id: &str) -> Result<(i64, usize), String> {
+async fn visible(http: &reqwest::Client, base: &str, run_id: &str) -> Outcome<(i64, usize)> {
     let mut spans = 0;
     let mut traces = 0;
     let mut cursor: Option<String> = None;
@@ -196,7 +200,7 @@ async fn visible(http: &reqwest::Client, base: &str, run_id: &str) -> Result<(i6
     }
 }
 
-pub async fn otlp(args: OtlpArgs) -> Result<(), String> {
+pub async fn otlp(args: OtlpArgs) -> Outcome {
     let (base, _temp) = match &args.url {
         Some(url) => (url.trim_end_matches('/').to_string(), None),
         None => start_server(args.database_url.clone()).await?,
@@ -230,7 +234,7 @@ pub async fn otlp(args: OtlpArgs) -> Result<(), String> {
                 send(&http, &url, body.clone(), gzip).await?;
                 latencies.push(t.elapsed());
             }
-            Ok::<_, String>(latencies)
+            Ok::<_, Failure>(latencies)
         }));
     }
     let mut latencies: Vec<Duration> = Vec::new();
@@ -245,10 +249,10 @@ pub async fn otlp(args: OtlpArgs) -> Result<(), String> {
             break;
         }
         if Instant::now() > deadline {
-            return Err(format!(
+            return Err(Failure::msg(format!(
                 "only {spans} of {total} spans ({traces} of {} traces) became visible",
                 args.traces
-            ));
+            )));
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -23,8 +23,8 @@ use super::mapping::{micros, span_events};
 use super::order::{parents_first, Pair};
 use super::runs::{self, Runs};
 use crate::http::error::{error_response, ApiError, ApiResult};
-use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
 use crate::http::{auth, body, now_us, AppState};
+use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
 
 #[derive(Clone)]
 struct OtlpState {

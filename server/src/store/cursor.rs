@@ -28,7 +28,7 @@ impl Cursor {
 
 /// Trims the extra row a page query fetched and turns the last kept row into the
 /// next page's cursor.
-pub fn page_cursor<T>(
+pub(super) fn page_cursor<T>(
     items: &mut Vec<T>,
     limit: usize,
     key: impl Fn(&T) -> Cursor,

@@ -28,36 +28,26 @@ pub enum Arg<'a> {
     OptText(Option<&'a str>),
 }
 
-impl From<String> for Arg<'_> {
-    fn from(v: String) -> Self {
-        Arg::Owned(v)
-    }
+/// `From` each owned value kind into its [`Arg`].
+macro_rules! arg_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$ty> for Arg<'_> {
+            fn from(v: $ty) -> Self {
+                Arg::$variant(v)
+            }
+        }
+    )*};
 }
-impl From<i64> for Arg<'_> {
-    fn from(v: i64) -> Self {
-        Arg::Int(v)
-    }
-}
-impl From<Option<i64>> for Arg<'_> {
-    fn from(v: Option<i64>) -> Self {
-        Arg::OptInt(v)
-    }
-}
-impl From<f64> for Arg<'_> {
-    fn from(v: f64) -> Self {
-        Arg::Float(v)
-    }
-}
-impl From<Option<f64>> for Arg<'_> {
-    fn from(v: Option<f64>) -> Self {
-        Arg::OptFloat(v)
-    }
-}
-impl From<bool> for Arg<'_> {
-    fn from(v: bool) -> Self {
-        Arg::Bool(v)
-    }
-}
+
+arg_from!(
+    String => Owned,
+    i64 => Int,
+    Option<i64> => OptInt,
+    f64 => Float,
+    Option<f64> => OptFloat,
+    bool => Bool,
+);
+
 impl<'a> From<&'a str> for Arg<'a> {
     fn from(v: &'a str) -> Self {
         Arg::Text(v)
@@ -91,6 +81,40 @@ macro_rules! bind_arg {
             Arg::Bool(v) => $q.bind(v),
             Arg::Text(v) => $q.bind(v),
             Arg::OptText(v) => $q.bind(v),
+        }
+    };
+}
+
+/// `sqlx::query` of a [`Sql`]'s text with its arguments bound.
+macro_rules! bound_query {
+    ($sql:expr) => {{
+        let mut q = sqlx::query(&$sql.text);
+        for arg in &$sql.args {
+            q = bind_arg!(q, arg.clone());
+        }
+        q
+    }};
+}
+
+/// The execution methods of [`Dialect`], the same text for each database.
+macro_rules! execution {
+    ($row:ty, $conn:ty) => {
+        async fn fetch_all<'e>(
+            pool: &'e Pool<Self>,
+            sql: Sql<'e, Self>,
+        ) -> Result<Vec<$row>, sqlx::Error> {
+            sql.query().fetch_all(pool).await
+        }
+
+        async fn fetch_all_in<'e>(
+            conn: &'e mut $conn,
+            sql: Sql<'e, Self>,
+        ) -> Result<Vec<$row>, sqlx::Error> {
+            sql.query().fetch_all(conn).await
+        }
+
+        async fn execute<'e>(conn: &'e mut $conn, sql: Sql<'e, Self>) -> Result<u64, sqlx::Error> {
+            Ok(sql.query().execute(conn).await?.rows_affected())
         }
     };
 }
@@ -137,23 +161,16 @@ impl<'a> Sql<'a, Sqlite> {
         self.args.extend(other.args);
     }
 
-    /// The sqlx query, bound; `persistent` as sqlx means it.
+    /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
-        let mut q = sqlx::query(&self.text);
-        for arg in &self.args {
-            q = bind_arg!(q, arg.clone());
-        }
-        q
+        bound_query!(self)
     }
 }
 
 impl<'a> Sql<'a, Postgres> {
+    /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Postgres, PgArguments> {
-        let mut q = sqlx::query(&self.text);
-        for arg in &self.args {
-            q = bind_arg!(q, arg.clone());
-        }
-        q
+        bound_query!(self)
     }
 }
 
@@ -213,26 +230,7 @@ impl Dialect for Sqlite {
         out.push('?');
     }
 
-    async fn fetch_all<'e>(
-        pool: &'e Pool<Self>,
-        sql: Sql<'e, Self>,
-    ) -> Result<Vec<SqliteRow>, sqlx::Error> {
-        sql.query().fetch_all(pool).await
-    }
-
-    async fn fetch_all_in<'e>(
-        conn: &'e mut sqlx::SqliteConnection,
-        sql: Sql<'e, Self>,
-    ) -> Result<Vec<SqliteRow>, sqlx::Error> {
-        sql.query().fetch_all(conn).await
-    }
-
-    async fn execute<'e>(
-        conn: &'e mut sqlx::SqliteConnection,
-        sql: Sql<'e, Self>,
-    ) -> Result<u64, sqlx::Error> {
-        Ok(sql.query().execute(conn).await?.rows_affected())
-    }
+    execution!(SqliteRow, sqlx::SqliteConnection);
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("json_patch({old}, {new})")
@@ -264,26 +262,7 @@ impl Dialect for Postgres {
         out.push_str(&n.to_string());
     }
 
-    async fn fetch_all<'e>(
-        pool: &'e Pool<Self>,
-        sql: Sql<'e, Self>,
-    ) -> Result<Vec<PgRow>, sqlx::Error> {
-        sql.query().fetch_all(pool).await
-    }
-
-    async fn fetch_all_in<'e>(
-        conn: &'e mut sqlx::PgConnection,
-        sql: Sql<'e, Self>,
-    ) -> Result<Vec<PgRow>, sqlx::Error> {
-        sql.query().fetch_all(conn).await
-    }
-
-    async fn execute<'e>(
-        conn: &'e mut sqlx::PgConnection,
-        sql: Sql<'e, Self>,
-    ) -> Result<u64, sqlx::Error> {
-        Ok(sql.query().execute(conn).await?.rows_affected())
-    }
+    execution!(PgRow, sqlx::PgConnection);
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("({old}::jsonb || {new}::jsonb)::text")

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 /// A queue of jobs and the gate one group passes at a time. A job carries its own
 /// way to answer (a oneshot sender, say); the group's writer answers every job.
-pub struct GroupCommit<J> {
+pub(super) struct GroupCommit<J> {
     queue: Mutex<Vec<J>>,
     gate: tokio::sync::Mutex<()>,
     /// Most weight one group takes (events, say), so one transaction stays bounded.
@@ -19,7 +19,7 @@ pub struct GroupCommit<J> {
 }
 
 impl<J: Send + 'static> GroupCommit<J> {
-    pub fn new(max_weight: usize) -> Self {
+    pub(super) fn new(max_weight: usize) -> Self {
         GroupCommit {
             queue: Mutex::new(Vec::new()),
             gate: tokio::sync::Mutex::new(()),
@@ -30,7 +30,7 @@ impl<J: Send + 'static> GroupCommit<J> {
     /// Queues `job` and returns its answer: written by whichever group takes it.
     /// Until then the caller waits for the gate, and when it gets it, writes what is
     /// queued (its own job, unless an earlier group took it).
-    pub async fn submit<R, W, F, Fut>(
+    pub(super) async fn submit<R, W, F, Fut>(
         &self,
         job: J,
         mut answer: oneshot::Receiver<R>,

@@ -8,7 +8,7 @@ use treeline_wire::{BatchResponse, SpanEvent, Warning};
 use super::{EventBatch, Receipt};
 
 /// The batches of one run in a group, their events renumbered to follow each other.
-pub struct RunBatch {
+pub(super) struct RunBatch {
     pub run_id: String,
     pub project: String,
     /// Events of every member, each index shifted past the earlier members'.
@@ -28,14 +28,14 @@ struct Member {
 }
 
 /// A member's own answer, and the receipt to keep it under.
-pub struct Answered {
+pub(super) struct Answered {
     pub job: usize,
     pub receipt: Option<Receipt>,
     pub answer: BatchResponse,
 }
 
 impl RunBatch {
-    pub fn new(run_id: String, project: String) -> Self {
+    pub(super) fn new(run_id: String, project: String) -> Self {
         RunBatch {
             run_id,
             project,
@@ -47,7 +47,7 @@ impl RunBatch {
     }
 
     /// Appends the batch that is job `job` of the group.
-    pub fn push(&mut self, job: usize, batch: EventBatch, now: i64) {
+    pub(super) fn push(&mut self, job: usize, batch: EventBatch, now: i64) {
         let offset = self.next;
         self.next += batch.events.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
         self.events
@@ -63,7 +63,7 @@ impl RunBatch {
 
     /// Each member's answer, given the warnings that storing the merged events raised
     /// (indexed as in `events`). Takes the members: asked once.
-    pub fn answers(&mut self, warnings: Vec<Warning>) -> Vec<Answered> {
+    pub(super) fn answers(&mut self, warnings: Vec<Warning>) -> Vec<Answered> {
         let members = std::mem::take(&mut self.members);
         let mut own: Vec<Vec<Warning>> = members.iter().map(|_| Vec::new()).collect();
         for w in warnings {

@@ -14,8 +14,8 @@ use super::dialect::Sql;
 use super::reader::{Reader, Reads};
 use super::rows;
 use super::{
-    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Store,
-    StoreError, StoreResult, Written,
+    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Store, StoreError,
+    StoreResult, Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 

@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use sqlx::Pool;
 use treeline_wire::{
-    ProjectList, ProjectSummary, RunDetail, RunList, RunSummary, SpanDetail, SpanNode, SpanPage,
-    StepActivity, StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
+    ProjectList, ProjectSummary, RunDetail, RunList, SpanDetail, SpanPage, StepActivity,
+    StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
 };
 
 use super::cursor::page_cursor;
@@ -81,6 +81,55 @@ impl<DB: Dialect> Reader<DB> {
     async fn row(&self, q: Sql<'_, DB>) -> StoreResult<Option<DB::Row>> {
         Ok(self.rows(q).await?.into_iter().next())
     }
+
+    /// One keyset page of `q` ordered by `columns` (a value, then an id): the rows
+    /// past `cursor`, and the cursor of the next page if more follow.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "a page is all of these, each by name"
+    )]
+    async fn page<'a, T>(
+        &self,
+        mut q: Sql<'a, DB>,
+        columns: &str,
+        descending: bool,
+        cursor: Option<&'a Cursor>,
+        limit: usize,
+        read: fn(&DB::Row) -> StoreResult<T>,
+        key: for<'t> fn(&'t T) -> (i64, &'t str),
+    ) -> StoreResult<(Vec<T>, Option<String>)> {
+        let (cmp, dir) = if descending {
+            ("<", " DESC")
+        } else {
+            (">", "")
+        };
+        if let Some(c) = cursor {
+            push(&mut q, &format!(" AND ({columns}) {cmp} ("), c.value);
+            push(&mut q, ", ", &c.a);
+            q.push(")");
+        }
+        let order: Vec<String> = columns.split(", ").map(|c| format!("{c}{dir}")).collect();
+        push(
+            &mut q,
+            &format!(" ORDER BY {} LIMIT ", order.join(", ")),
+            page_limit(limit),
+        );
+        let mut items = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(read)
+            .collect::<StoreResult<Vec<T>>>()?;
+        let next_cursor = page_cursor(&mut items, limit, |t| {
+            let (value, id) = key(t);
+            Cursor {
+                value,
+                a: id.to_string(),
+                b: String::new(),
+            }
+        });
+        Ok((items, next_cursor))
+    }
 }
 
 /// A query that starts with `sql`.
@@ -132,27 +181,17 @@ impl<DB: Dialect> Reads for Reader<DB> {
         if let Some(p) = project {
             push(&mut q, " AND project = ", p);
         }
-        if let Some(c) = cursor {
-            push(&mut q, " AND (start_us, run_id) < (", c.value);
-            push(&mut q, ", ", &c.a);
-            q.push(")");
-        }
-        push(
-            &mut q,
-            " ORDER BY start_us DESC, run_id DESC LIMIT ",
-            page_limit(limit),
-        );
-        let mut runs: Vec<RunSummary> = self
-            .rows(q)
-            .await?
-            .iter()
-            .map(rows::run_summary)
-            .collect::<StoreResult<_>>()?;
-        let next_cursor = page_cursor(&mut runs, limit, |r| Cursor {
-            value: r.start_us,
-            a: r.run_id.clone(),
-            b: String::new(),
-        });
+        let (runs, next_cursor) = self
+            .page(
+                q,
+                "start_us, run_id",
+                true,
+                cursor,
+                limit,
+                rows::run_summary,
+                |r| (r.start_us, &r.run_id),
+            )
+            .await?;
         Ok(RunList { runs, next_cursor })
     }
 
@@ -233,10 +272,18 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let like = DB::LIKE_ANY_CASE;
         for term in &query.terms {
             let escaped = rows::escape_like(term);
-            push(&mut q, &format!(" AND (t.name {like} "), format!("%{escaped}%"));
+            push(
+                &mut q,
+                &format!(" AND (t.name {like} "),
+                format!("%{escaped}%"),
+            );
             q.push(" ESCAPE '\\'");
             for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
-                push(&mut q, &format!(" OR {column} {like} "), format!("{escaped}%"));
+                push(
+                    &mut q,
+                    &format!(" OR {column} {like} "),
+                    format!("{escaped}%"),
+                );
                 q.push(" ESCAPE '\\'");
             }
             q.push(")");
@@ -306,27 +353,17 @@ impl<DB: Dialect> Reads for Reader<DB> {
         q.bind(run_id);
         push(&mut q, " AND s.trace_id = ", trace_id);
         push(&mut q, " AND s.tree_parent = ", parent.unwrap_or(""));
-        if let Some(c) = cursor {
-            push(&mut q, " AND (s.start_us, s.span_id) > (", c.value);
-            push(&mut q, ", ", &c.a);
-            q.push(")");
-        }
-        push(
-            &mut q,
-            " ORDER BY s.start_us, s.span_id LIMIT ",
-            page_limit(limit),
-        );
-        let mut spans: Vec<SpanNode> = self
-            .rows(q)
-            .await?
-            .iter()
-            .map(rows::span_node)
-            .collect::<StoreResult<_>>()?;
-        let next_cursor = page_cursor(&mut spans, limit, |s| Cursor {
-            value: s.start_us,
-            a: s.span_id.clone(),
-            b: String::new(),
-        });
+        let (spans, next_cursor) = self
+            .page(
+                q,
+                "s.start_us, s.span_id",
+                false,
+                cursor,
+                limit,
+                rows::span_node,
+                |s| (s.start_us, &s.span_id),
+            )
+            .await?;
         Ok(SpanPage { spans, next_cursor })
     }
 
@@ -357,10 +394,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
             return Ok(None);
         };
         // The ancestors the tree must open, root first; an orphan's path is empty.
-        let mut q = sql(
-            "WITH RECURSIVE up(span_id, tree_parent, depth) AS (
-                 SELECT span_id, tree_parent, 0 FROM spans WHERE run_id = ",
-        );
+        let mut q = sql("WITH RECURSIVE up(span_id, tree_parent, depth) AS (
+                 SELECT span_id, tree_parent, 0 FROM spans WHERE run_id = ");
         q.bind(run_id);
         push(&mut q, " AND trace_id = ", trace_id);
         push(&mut q, " AND span_id = ", span_id);

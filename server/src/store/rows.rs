@@ -61,24 +61,30 @@ impl DbRow for sqlx::postgres::PgRow {
     }
 }
 
-pub const RUN_COLUMNS: &str = "run_id, project, name, status, start_us, end_us, trace_count, \
+pub(super) const RUN_COLUMNS: &str =
+    "run_id, project, name, status, start_us, end_us, trace_count, \
      errored_count, updated_us";
 
-pub const SPAN_STATE_COLUMNS: &str = "s.trace_id, s.span_id, s.parent_span_id, s.tree_parent, \
+pub(super) const SPAN_STATE_COLUMNS: &str =
+    "s.trace_id, s.span_id, s.parent_span_id, s.tree_parent, \
      s.name, s.kind, s.status, s.start_us, s.end_us, s.step, s.rank, s.thread_id, s.has_open, \
      s.has_close, s.child_count, s.error_count, s.token_count, s.attr_count";
 
-pub const SPAN_NODE_COLUMNS: &str = "s.span_id, s.parent_span_id, s.tree_parent, s.name, s.kind, \
+pub(super) const SPAN_NODE_COLUMNS: &str =
+    "s.span_id, s.parent_span_id, s.tree_parent, s.name, s.kind, \
      s.status, s.start_us, s.end_us, s.step, s.rank, s.child_count, s.error_count, s.token_count";
 
-pub const SPAN_BODY_COLUMNS: &str = "s.thread_id, s.attributes, s.metrics, s.links, s.input, \
+pub(super) const SPAN_BODY_COLUMNS: &str =
+    "s.thread_id, s.attributes, s.metrics, s.links, s.input, \
      s.output, s.error, s.input_truncated, s.output_truncated";
 
-pub const TRACE_STATE_COLUMNS: &str = "t.trace_id, t.root_span_id, t.name, t.kind, t.status, \
+pub(super) const TRACE_STATE_COLUMNS: &str =
+    "t.trace_id, t.root_span_id, t.name, t.kind, t.status, \
      t.kinds, t.span_count, t.error_count, t.child_tokens, t.root_tokens, t.iteration_count, \
      t.step, t.rank, t.thread_id, t.rollout_id, t.start_us, t.end_us, t.updated_us";
 
-pub const TRACE_COLUMNS: &str = "t.run_id, t.project, t.trace_id, t.root_span_id, t.name, t.kind, \
+pub(super) const TRACE_COLUMNS: &str =
+    "t.run_id, t.project, t.trace_id, t.root_span_id, t.name, t.kind, \
      t.status, t.kinds, t.span_count, t.error_count, t.child_tokens, t.root_tokens, \
      t.iteration_count, t.step, t.rank, t.thread_id, t.rollout_id, t.start_us, t.end_us, \
      t.updated_us, t.attributes";
@@ -105,16 +111,16 @@ fn json_value(r: &impl DbRow, col: &str) -> StoreResult<Option<Value>> {
         .transpose()
 }
 
-pub fn links_json(links: &[SpanLink]) -> String {
+pub(super) fn links_json(links: &[SpanLink]) -> String {
     serde_json::to_string(links).unwrap_or_else(|_| "[]".into())
 }
 
 /// An attribute or metric map as stored, written straight from the map (no copy).
-pub fn object_json(map: &serde_json::Map<String, serde_json::Value>) -> String {
+pub(super) fn object_json(map: &serde_json::Map<String, serde_json::Value>) -> String {
     serde_json::to_string(map).unwrap_or_else(|_| "{}".into())
 }
 
-pub fn span_state(r: &impl DbRow) -> StoreResult<SpanState> {
+pub(super) fn span_state(r: &impl DbRow) -> StoreResult<SpanState> {
     Ok(SpanState {
         trace_id: r.req_text("trace_id")?,
         span_id: r.req_text("span_id")?,
@@ -137,7 +143,7 @@ pub fn span_state(r: &impl DbRow) -> StoreResult<SpanState> {
     })
 }
 
-pub fn trace_state(r: &impl DbRow) -> StoreResult<TraceState> {
+pub(super) fn trace_state(r: &impl DbRow) -> StoreResult<TraceState> {
     Ok(TraceState {
         trace_id: r.req_text("trace_id")?,
         root_span_id: r.text("root_span_id")?,
@@ -160,7 +166,7 @@ pub fn trace_state(r: &impl DbRow) -> StoreResult<TraceState> {
     })
 }
 
-pub fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
+pub(super) fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
     let t = trace_state(r)?;
     let duration_us = match (t.start_us, t.end_us) {
         (Some(s), Some(e)) => Some(e.saturating_sub(s)),
@@ -192,7 +198,7 @@ pub fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
     })
 }
 
-pub fn span_node(r: &impl DbRow) -> StoreResult<SpanNode> {
+pub(super) fn span_node(r: &impl DbRow) -> StoreResult<SpanNode> {
     let start_us = r.int("start_us")?.unwrap_or(0);
     let end_us = r.int("end_us")?;
     let parent_span_id = r.text("parent_span_id")?;
@@ -215,7 +221,7 @@ pub fn span_node(r: &impl DbRow) -> StoreResult<SpanNode> {
     })
 }
 
-pub fn span_detail(
+pub(super) fn span_detail(
     r: &impl DbRow,
     run_id: &str,
     trace_id: &str,
@@ -244,7 +250,7 @@ pub fn span_detail(
     })
 }
 
-pub fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
+pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
     Ok(RunSummary {
         run_id: r.req_text("run_id")?,
         project: r.req_text("project")?,
@@ -258,7 +264,7 @@ pub fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
     })
 }
 
-pub fn run_detail(r: &impl DbRow, metric_keys: Vec<String>) -> StoreResult<RunDetail> {
+pub(super) fn run_detail(r: &impl DbRow, metric_keys: Vec<String>) -> StoreResult<RunDetail> {
     Ok(RunDetail {
         summary: run_summary(r)?,
         config: json_value(r, "config")?.unwrap_or(Value::Null),
@@ -266,7 +272,7 @@ pub fn run_detail(r: &impl DbRow, metric_keys: Vec<String>) -> StoreResult<RunDe
     })
 }
 
-pub fn idempotency(r: &impl DbRow) -> StoreResult<IdempotencyRecord> {
+pub(super) fn idempotency(r: &impl DbRow) -> StoreResult<IdempotencyRecord> {
     Ok(IdempotencyRecord {
         key: r.req_text("key")?,
         fingerprint: r.req_text("fingerprint")?,
@@ -276,7 +282,7 @@ pub fn idempotency(r: &impl DbRow) -> StoreResult<IdempotencyRecord> {
 }
 
 /// Escapes `%`, `_` and `\` for a LIKE pattern with `ESCAPE '\'`.
-pub fn escape_like(term: &str) -> String {
+pub(super) fn escape_like(term: &str) -> String {
     let mut out = String::with_capacity(term.len());
     for c in term.chars() {
         if matches!(c, '%' | '_' | '\\') {

@@ -13,7 +13,7 @@ use super::{StoreError, StoreResult};
 const METRIC_CHUNK: usize = 5_000;
 
 /// The run's project; `RunNotFound` when there is no such run.
-pub async fn run_project<DB: Dialect>(
+pub(super) async fn run_project<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
 ) -> StoreResult<String> {
@@ -38,7 +38,7 @@ async fn select_project<DB: Dialect>(
 /// Creates the run (true) or updates its name, config and start (false). The
 /// insert comes first so that two requests creating one run meet on its key: one
 /// creates it, the other sees it (and its project) once the first commits.
-pub async fn upsert_run<DB: Dialect>(
+pub(super) async fn upsert_run<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     run: &RunUpsert,
@@ -86,7 +86,7 @@ pub async fn upsert_run<DB: Dialect>(
 
 /// Sets the run's status and turns its running spans and traces into interrupted
 /// ones.
-pub async fn finish_run<DB: Dialect>(
+pub(super) async fn finish_run<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     finish: &RunFinish,
@@ -124,7 +124,7 @@ pub async fn finish_run<DB: Dialect>(
 
 /// Stores metric points; a repeated (key, step), in the batch or against stored
 /// points, keeps the last value on both databases.
-pub async fn write_metrics<DB: Dialect>(
+pub(super) async fn write_metrics<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     points: &[MetricPoint],
@@ -140,7 +140,7 @@ pub async fn write_metrics<DB: Dialect>(
 }
 
 /// Forgets idempotency answers older than `before_us`.
-pub async fn prune_idempotency<DB: Dialect>(
+pub(super) async fn prune_idempotency<DB: Dialect>(
     conn: &mut DB::Connection,
     before_us: i64,
 ) -> StoreResult<u64> {
@@ -150,13 +150,12 @@ pub async fn prune_idempotency<DB: Dialect>(
 }
 
 /// The answer kept for `key`, if any.
-pub async fn idempotency_record<DB: Dialect>(
+pub(super) async fn idempotency_record<DB: Dialect>(
     conn: &mut DB::Connection,
     key: &str,
 ) -> StoreResult<Option<super::IdempotencyRecord>> {
-    let mut q = Sql::<DB>::new(
-        "SELECT key, fingerprint, status, response FROM idempotency WHERE key = ",
-    );
+    let mut q =
+        Sql::<DB>::new("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ");
     q.bind(key);
     let rows = DB::fetch_all_in(conn, q).await?;
     rows.first().map(super::rows::idempotency).transpose()

@@ -16,8 +16,8 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 use super::dialect::Sql;
 use super::group::GroupCommit;
 use super::merge::RunBatch;
-use super::rows;
 use super::reader::{Reader, Reads};
+use super::rows;
 use super::{
     run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Store, StoreError,
     StoreResult, Written,

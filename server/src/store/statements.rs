@@ -32,7 +32,7 @@ fn push_values<'a, DB: Dialect, T, const N: usize>(
 
 /// Upserts spans; a stored span's attribute and metric maps are merged, not
 /// replaced, and a body it already has is kept unless a new one arrives.
-pub fn span_upsert<'a, DB: Dialect>(
+pub(super) fn span_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     spans: &'a [SpanWrite],
@@ -96,7 +96,7 @@ pub fn span_upsert<'a, DB: Dialect>(
 }
 
 /// Upserts trace summaries (the planner computed them whole); root attributes merge.
-pub fn trace_upsert<'a, DB: Dialect>(
+pub(super) fn trace_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     project: &'a str,
@@ -147,7 +147,7 @@ pub fn trace_upsert<'a, DB: Dialect>(
 }
 
 /// Hangs the orphans waiting for `a.parent` under it, now that it has arrived.
-pub fn adopt<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, a: &'a Adoption) {
+pub(super) fn adopt<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, a: &'a Adoption) {
     q.push("UPDATE spans SET tree_parent = parent_span_id WHERE run_id = ");
     q.bind(run_id);
     q.push(" AND trace_id = ");
@@ -157,7 +157,7 @@ pub fn adopt<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, a: &'a Adopt
 }
 
 /// Gives `step` to the descendants of `parent` that have no step of their own.
-pub fn step_descent<'a, DB: Dialect>(
+pub(super) fn step_descent<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     trace_id: &'a str,
@@ -189,7 +189,7 @@ pub fn step_descent<'a, DB: Dialect>(
 }
 
 /// Adds to the per-step trace counts.
-pub fn step_activity<'a, DB: Dialect>(
+pub(super) fn step_activity<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     steps: &'a BTreeMap<i64, StepDelta>,
@@ -214,14 +214,14 @@ pub fn step_activity<'a, DB: Dialect>(
 }
 
 /// Forgets steps whose last trace moved to another step.
-pub fn drop_empty_steps<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str) {
+pub(super) fn drop_empty_steps<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str) {
     q.push("DELETE FROM step_activity WHERE run_id = ");
     q.bind(run_id);
     q.push(" AND traces <= 0");
 }
 
 /// Adds a batch's changes to the run's counts.
-pub fn run_counts<'a, DB: Dialect>(
+pub(super) fn run_counts<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     r: RunDelta,
@@ -242,7 +242,7 @@ pub fn run_counts<'a, DB: Dialect>(
 }
 
 /// Keeps idempotency answers; a key already kept keeps its first answer.
-pub fn idempotency_insert<'a, DB: Dialect>(
+pub(super) fn idempotency_insert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     records: &'a [IdempotencyRecord],
     now: i64,
@@ -262,7 +262,7 @@ pub fn idempotency_insert<'a, DB: Dialect>(
 
 /// Upserts metric points. `points` must not repeat a (key, step): PostgreSQL
 /// refuses to update one row twice in a statement (see [`last_per_step`]).
-pub fn metrics_upsert<'a, DB: Dialect>(
+pub(super) fn metrics_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     points: &'a [&'a MetricPoint],
@@ -284,7 +284,7 @@ pub fn metrics_upsert<'a, DB: Dialect>(
 
 /// The last point of each (key, step), in first-seen order: what applying the
 /// points one by one leaves stored.
-pub fn last_per_step(points: &[MetricPoint]) -> Vec<&MetricPoint> {
+pub(super) fn last_per_step(points: &[MetricPoint]) -> Vec<&MetricPoint> {
     let mut at: std::collections::HashMap<(&str, i64), usize> =
         std::collections::HashMap::with_capacity(points.len());
     let mut kept: Vec<&MetricPoint> = Vec::with_capacity(points.len());
@@ -315,7 +315,11 @@ mod tests {
 
     #[test]
     fn a_repeated_key_and_step_keeps_the_last_value() {
-        let points = [point("loss", 1, 3.0), point("acc", 1, 0.5), point("loss", 1, 2.0)];
+        let points = [
+            point("loss", 1, 3.0),
+            point("acc", 1, 0.5),
+            point("loss", 1, 2.0),
+        ];
         let kept: Vec<(&str, i64, f64)> = last_per_step(&points)
             .into_iter()
             .map(|p| (p.key.as_str(), p.step, p.value))

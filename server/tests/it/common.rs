@@ -1,20 +1,23 @@
 //! Helpers shared by the integration tests: real stores on a temporary SQLite file
 //! and, when the test script started one, on a throwaway PostgreSQL database.
 
-#![allow(dead_code)]
+#![allow(
+    dead_code,
+    reason = "each test module uses a different part of the helpers"
+)]
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 use treeline_server::store::{self, Store};
+use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 
-pub struct TestStore {
+pub(crate) struct TestStore {
     pub store: Arc<dyn Store>,
     _dir: Option<tempfile::TempDir>,
 }
 
-pub async fn sqlite() -> TestStore {
+pub(crate) async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite:{}", dir.path().join("treeline.db").display());
     TestStore {
@@ -26,7 +29,7 @@ pub async fn sqlite() -> TestStore {
 /// A fresh database on the PostgreSQL server named by TREELINE_TEST_POSTGRES_URL.
 /// `make test` always sets it; run alone without it, the PostgreSQL cases say so
 /// and fail rather than pass without testing anything.
-pub async fn postgres() -> TestStore {
+pub(crate) async fn postgres() -> TestStore {
     let base = std::env::var("TREELINE_TEST_POSTGRES_URL")
         .expect("TREELINE_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL");
     let name = format!("t_{:016x}", rand_u64());
@@ -51,7 +54,7 @@ fn rand_u64() -> u64 {
     h.finish()
 }
 
-pub async fn run(store: &Arc<dyn Store>, run_id: &str) {
+pub(crate) async fn run(store: &Arc<dyn Store>, run_id: &str) {
     let run = RunUpsert {
         project: "proj".into(),
         name: Some(format!("{run_id} name")),
@@ -64,7 +67,7 @@ pub async fn run(store: &Arc<dyn Store>, run_id: &str) {
 }
 
 /// Events given as JSON, parsed as the HTTP layer would, with their indexes.
-pub fn parsed(events: &[Value]) -> Vec<(usize, SpanEvent)> {
+pub(crate) fn parsed(events: &[Value]) -> Vec<(usize, SpanEvent)> {
     events
         .iter()
         .enumerate()
@@ -73,23 +76,23 @@ pub fn parsed(events: &[Value]) -> Vec<(usize, SpanEvent)> {
 }
 
 /// Writes events given as JSON, as the HTTP layer would after parsing them.
-pub async fn write(store: &Arc<dyn Store>, run_id: &str, events: &[Value]) -> Vec<Warning> {
+pub(crate) async fn write(store: &Arc<dyn Store>, run_id: &str, events: &[Value]) -> Vec<Warning> {
     store
         .write_events(run_id, parsed(events), 5_000)
         .await
         .expect("write events")
 }
 
-pub fn open(trace: &str, span: &str, parent: Option<&str>, kind: &str, ts: i64) -> Value {
+pub(crate) fn open(trace: &str, span: &str, parent: Option<&str>, kind: &str, ts: i64) -> Value {
     json!({"op": "open", "trace_id": trace, "span_id": span, "parent_span_id": parent,
            "name": format!("{kind} {span}"), "kind": kind, "ts": ts})
 }
 
-pub fn close(trace: &str, span: &str, status: &str, ts: i64) -> Value {
+pub(crate) fn close(trace: &str, span: &str, status: &str, ts: i64) -> Value {
     json!({"op": "close", "trace_id": trace, "span_id": span, "status": status, "ts": ts})
 }
 
-pub fn with(mut event: Value, extra: Value) -> Value {
+pub(crate) fn with(mut event: Value, extra: Value) -> Value {
     if let (Some(e), Some(x)) = (event.as_object_mut(), extra.as_object()) {
         for (k, v) in x {
             e.insert(k.clone(), v.clone());

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use crate::common::{close, open, parsed, run, with, write};
 use serde_json::json;
-use treeline_wire::{
-    BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
-};
 use treeline_server::store::{
     Cursor, EventBatch, Receipt, Store, StoreError, TraceQuery, TraceSort, Written,
+};
+use treeline_wire::{
+    BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
 };
 
 type S = Arc<dyn Store>;
@@ -28,10 +28,20 @@ async fn bodies_ride_open_and_close_and_merge(s: S) {
         "output": "done", "attributes": {"hits": 3}, "metrics": {"reward": 1.5}, "token_count": 11}),
     );
     write(&s, "r1", &[o]).await;
-    let running = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let running = s
+        .reads()
+        .get_span("r1", "t1", "root")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(running.node.status, SpanStatus::Running);
     write(&s, "r1", &[c]).await;
-    let span = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let span = s
+        .reads()
+        .get_span("r1", "t1", "root")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(span.input, Some(json!({"episode": 42})));
     assert_eq!(span.output, Some(json!("done")));
     assert_eq!(span.attributes.get("env"), Some(&json!("CartPole")));
@@ -71,7 +81,12 @@ async fn a_close_before_its_open_is_kept_and_merged(s: S) {
     assert_eq!(a.node.start_us, 10);
     assert_eq!(a.node.end_us, Some(50));
     assert_eq!(a.error, Some(json!({"type": "E", "message": "boom"})));
-    let root = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let root = s
+        .reads()
+        .get_span("r1", "t1", "root")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         root.node.error_count, 1,
         "the error counts beneath the root"
@@ -107,7 +122,12 @@ async fn a_second_open_or_close_is_ignored_with_a_warning(s: S) {
     assert_eq!(warnings.len(), 2);
     assert!(warnings[0].message.contains("already opened"));
     assert!(warnings[1].message.contains("already closed"));
-    let root = s.reads().get_span("r1", "t1", "root").await.unwrap().unwrap();
+    let root = s
+        .reads()
+        .get_span("r1", "t1", "root")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (root.node.kind, root.node.status, root.node.end_us),
         (SpanKind::Rollout, SpanStatus::Ok, Some(9))
@@ -139,7 +159,15 @@ async fn a_child_without_a_step_inherits_its_parents(s: S) {
     .await;
     let step = |id: &'static str| {
         let s = s.clone();
-        async move { s.reads().get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+        async move {
+            s.reads()
+                .get_span("r1", "t1", id)
+                .await
+                .unwrap()
+                .unwrap()
+                .node
+                .step
+        }
     };
     assert_eq!(step("env").await, Some(12));
     assert_eq!(step("own").await, Some(3));
@@ -174,7 +202,15 @@ async fn descendants_that_arrived_first_inherit_the_step_of_a_late_parent(s: S) 
     .await;
     let step = |id: &'static str| {
         let s = s.clone();
-        async move { s.reads().get_span("r1", "t1", id).await.unwrap().unwrap().node.step }
+        async move {
+            s.reads()
+                .get_span("r1", "t1", id)
+                .await
+                .unwrap()
+                .unwrap()
+                .node
+                .step
+        }
     };
     assert_eq!(step("agent").await, Some(9));
     assert_eq!(step("tool").await, Some(9));
@@ -198,7 +234,10 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
         ],
     )
     .await;
-    assert_eq!(s.reads().steps("r1", None, None).await.unwrap().steps[0].running, 1);
+    assert_eq!(
+        s.reads().steps("r1", None, None).await.unwrap().steps[0].running,
+        1
+    );
     s.finish_run(
         "r1",
         &RunFinish {
@@ -212,7 +251,8 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     let get = |id: &'static str| {
         let s = s.clone();
         async move {
-            s.reads().get_span("r1", "t1", id)
+            s.reads()
+                .get_span("r1", "t1", id)
                 .await
                 .unwrap()
                 .unwrap()
@@ -223,7 +263,12 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     assert_eq!(get("a").await, SpanStatus::Interrupted);
     assert_eq!(get("b").await, SpanStatus::Ok);
     assert_eq!(
-        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().status,
+        s.reads()
+            .get_trace("r1", "t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         SpanStatus::Interrupted
     );
     let steps = s.reads().steps("r1", None, None).await.unwrap();
@@ -242,7 +287,12 @@ async fn finishing_a_run_interrupts_running_spans_and_a_later_close_wins(s: S) {
     .await;
     assert_eq!(get("a").await, SpanStatus::Ok);
     assert_eq!(
-        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().status,
+        s.reads()
+            .get_trace("r1", "t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         SpanStatus::Ok
     );
 }
@@ -270,7 +320,8 @@ async fn a_roots_status_is_never_changed_by_children(s: S) {
     let count = |id: &'static str| {
         let s = s.clone();
         async move {
-            s.reads().get_span("r1", "t1", id)
+            s.reads()
+                .get_span("r1", "t1", id)
                 .await
                 .unwrap()
                 .unwrap()
@@ -305,7 +356,12 @@ async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
     )
     .await;
     assert_eq!(
-        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().token_count,
+        s.reads()
+            .get_trace("r1", "t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .token_count,
         42
     );
     write(
@@ -320,7 +376,12 @@ async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
     )
     .await;
     assert_eq!(
-        s.reads().get_trace("r1", "t2").await.unwrap().unwrap().token_count,
+        s.reads()
+            .get_trace("r1", "t2")
+            .await
+            .unwrap()
+            .unwrap()
+            .token_count,
         100
     );
 }
@@ -336,7 +397,11 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
         ],
     )
     .await;
-    let roots = s.reads().list_spans("r1", "t1", None, 100, None).await.unwrap();
+    let roots = s
+        .reads()
+        .list_spans("r1", "t1", None, 100, None)
+        .await
+        .unwrap();
     let ids: Vec<_> = roots
         .spans
         .iter()
@@ -344,10 +409,15 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
         .collect();
     assert_eq!(ids, vec![("root", false), ("c", true)]);
     write(&s, "r1", &[open("t1", "mid", Some("root"), "agent", 1)]).await;
-    let roots = s.reads().list_spans("r1", "t1", None, 100, None).await.unwrap();
+    let roots = s
+        .reads()
+        .list_spans("r1", "t1", None, 100, None)
+        .await
+        .unwrap();
     assert_eq!(roots.spans.len(), 1);
     let under_mid = s
-        .reads().list_spans("r1", "t1", Some("mid"), 100, None)
+        .reads()
+        .list_spans("r1", "t1", Some("mid"), 100, None)
         .await
         .unwrap();
     assert_eq!(under_mid.spans[0].span_id, "c");
@@ -355,7 +425,8 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
     let c = s.reads().get_span("r1", "t1", "c").await.unwrap().unwrap();
     assert_eq!(c.path, vec!["root".to_string(), "mid".to_string()]);
     let root = s
-        .reads().list_spans("r1", "t1", None, 100, None)
+        .reads()
+        .list_spans("r1", "t1", None, 100, None)
         .await
         .unwrap()
         .spans
@@ -387,7 +458,8 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
     let mut last_start = i64::MIN;
     loop {
         let page = s
-            .reads().list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
+            .reads()
+            .list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
             .await
             .unwrap();
         for n in &page.spans {
@@ -401,7 +473,12 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
         }
     }
     assert_eq!(seen.len(), 10_000);
-    let root = s.reads().get_span("r1", "big", "root").await.unwrap().unwrap();
+    let root = s
+        .reads()
+        .get_span("r1", "big", "root")
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
 }
 
@@ -430,7 +507,8 @@ async fn a_replayed_batch_stores_nothing_twice(s: S) {
     );
     assert_eq!(before.1, after.1);
     assert_eq!(
-        s.reads().get_span("r1", "t1", "root")
+        s.reads()
+            .get_span("r1", "t1", "root")
             .await
             .unwrap()
             .unwrap()
@@ -494,7 +572,12 @@ async fn a_batch_for_an_unknown_run_fails_alone(s: S) {
         "{unknown:?}"
     );
     assert_eq!(
-        s.reads().get_trace("r1", "t1").await.unwrap().unwrap().span_count,
+        s.reads()
+            .get_trace("r1", "t1")
+            .await
+            .unwrap()
+            .unwrap()
+            .span_count,
         1
     );
     // The failed batch kept no answer: its key is still free.
@@ -660,7 +743,14 @@ async fn racing_creations_of_one_run_create_it_once(s: S) {
     }
     assert_eq!(created.len(), 1, "exactly one request creates the run");
     let winner = created[0];
-    let stored = s.reads().get_run("r1").await.unwrap().unwrap().summary.project;
+    let stored = s
+        .reads()
+        .get_run("r1")
+        .await
+        .unwrap()
+        .unwrap()
+        .summary
+        .project;
     assert_eq!(stored, winner);
     // Every other request of the winner's project updates; the other project's
     // requests all answer a conflict.
@@ -710,27 +800,47 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         statuses: vec![SpanStatus::Error],
         ..base.clone()
     };
-    assert_eq!(s.reads().list_traces(&errors).await.unwrap().traces.len(), 6);
+    assert_eq!(
+        s.reads().list_traces(&errors).await.unwrap().traces.len(),
+        6
+    );
     let kinds = TraceQuery {
         kinds: SpanKind::bits_of(&[SpanKind::Evaluator]),
         ..base.clone()
     };
-    assert_eq!(s.reads().list_traces(&kinds).await.unwrap().traces.len(), 15);
+    assert_eq!(
+        s.reads().list_traces(&kinds).await.unwrap().traces.len(),
+        15
+    );
     let search = TraceQuery {
         terms: vec!["ROLLOUT".into(), "step".into()],
         ..base.clone()
     };
-    assert_eq!(s.reads().list_traces(&search).await.unwrap().traces.len(), 10);
+    assert_eq!(
+        s.reads().list_traces(&search).await.unwrap().traces.len(),
+        10
+    );
     let by_thread = TraceQuery {
         terms: vec!["worker-1".into()],
         ..base.clone()
     };
-    assert_eq!(s.reads().list_traces(&by_thread).await.unwrap().traces.len(), 8);
+    assert_eq!(
+        s.reads()
+            .list_traces(&by_thread)
+            .await
+            .unwrap()
+            .traces
+            .len(),
+        8
+    );
     let by_id = TraceQuery {
         terms: vec!["trace2".into()],
         ..base.clone()
     };
-    assert_eq!(s.reads().list_traces(&by_id).await.unwrap().traces.len(), 10);
+    assert_eq!(
+        s.reads().list_traces(&by_id).await.unwrap().traces.len(),
+        10
+    );
     let pinned = TraceQuery {
         min_step: Some(7),
         max_step: Some(7),
@@ -742,7 +852,15 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         limit: 100,
         ..Default::default()
     };
-    assert_eq!(s.reads().list_traces(&everywhere).await.unwrap().traces.len(), 31);
+    assert_eq!(
+        s.reads()
+            .list_traces(&everywhere)
+            .await
+            .unwrap()
+            .traces
+            .len(),
+        31
+    );
 
     for sort in [
         TraceSort::Updated,
@@ -788,12 +906,27 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
 async fn missing_things_are_none_never_another(s: S) {
     run(&s, "r1").await;
     write(&s, "r1", &[open("t1", "root", None, "rollout", 0)]).await;
-    assert!(s.reads().get_span("r1", "t1", "nope").await.unwrap().is_none());
-    assert!(s.reads().get_span("r1", "t2", "root").await.unwrap().is_none());
+    assert!(s
+        .reads()
+        .get_span("r1", "t1", "nope")
+        .await
+        .unwrap()
+        .is_none());
+    assert!(s
+        .reads()
+        .get_span("r1", "t2", "root")
+        .await
+        .unwrap()
+        .is_none());
     assert!(s.reads().get_trace("r1", "t2").await.unwrap().is_none());
     // A span named only as a parent is a placeholder, not a span.
     write(&s, "r1", &[open("t1", "kid", Some("ghost"), "tool", 1)]).await;
-    assert!(s.reads().get_span("r1", "t1", "ghost").await.unwrap().is_none());
+    assert!(s
+        .reads()
+        .get_span("r1", "t1", "ghost")
+        .await
+        .unwrap()
+        .is_none());
 }
 
 macro_rules! conformance {

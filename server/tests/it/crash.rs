@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use treeline_wire::{RunUpsert, TraceSummary};
 use treeline_client::Client;
+use treeline_wire::{RunUpsert, TraceSummary};
 
 const SPANS_PER_BATCH: usize = 100;
 

@@ -3,12 +3,12 @@
 
 use crate::common;
 
+use treeline_client::Client;
+use treeline_server::demo::{self, Options};
 use treeline_wire::{
     MetricSeries, RunList, RunStatus, SpanDetail, SpanPage, SpanStatus, StepsResponse, TraceList,
     TraceSummary,
 };
-use treeline_client::Client;
-use treeline_server::demo::{self, Options};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_loads_and_its_key_objects_open() {

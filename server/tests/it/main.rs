@@ -5,6 +5,7 @@ mod api;
 mod common;
 mod conformance;
 mod crash;
+#[cfg(feature = "devtools")]
 mod demo;
 mod otlp;
 mod schema;

@@ -20,7 +20,9 @@ async fn sqlite_schema() -> Schema {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite:{}", dir.path().join("schema.db").display());
     drop(store::open(&url).await.expect("migrate sqlite"));
-    let mut conn = sqlx::SqliteConnection::connect(&url).await.expect("connect");
+    let mut conn = sqlx::SqliteConnection::connect(&url)
+        .await
+        .expect("connect");
     let tables: Vec<String> = sqlx::query_scalar(
         "SELECT name FROM sqlite_master WHERE type = 'table'
             AND name NOT LIKE 'sqlite_%' AND name <> '_sqlx_migrations'",
