@@ -1,63 +1,109 @@
-# Treeline: `make run` serves the dashboard, `make test` runs every test. Both install
-# what they need first (tools go under ~/.cache/treeline-tools, outside the clone).
+# Treeline: `make run` serves the dashboard, `make test` runs every test, `make help`
+# lists the targets. Each installs what it needs first, and says so:
+#   - build tools under TOOLS_DIR (~/.cache/treeline-tools), outside the clone
+#     (scripts/setup-tools.sh);
+#   - system packages (Chromium, a PostgreSQL server, python3-venv) with apt-get, only
+#     when missing, only in `make bootstrap` (scripts/bootstrap-system.sh);
+#   - the Python test packages in a venv, PY_VENV (target/py-venv), never the system
+#     Python (scripts/setup-python.sh).
+# Each public target has a `## target: description` line, which `make help` prints.
 
 SHELL := /bin/bash
 TOOLS_DIR ?= $(HOME)/.cache/treeline-tools
 export TOOLS_DIR
+PY_VENV ?= $(CURDIR)/target/py-venv
+export PY_VENV
 export PATH := $(TOOLS_DIR)/bin:$(HOME)/.cargo/bin:$(PATH)
 DATA_DIR ?= ./treeline-data
 ADDR ?= 127.0.0.1:3000
-RUST_PACKAGES := -p treeline-app -p treeline-server -p treeline-client
+RUST_PACKAGES := -p treeline-wire -p treeline-app -p treeline-server -p treeline-client
+say = @printf '\033[1m[make]\033[0m %s\n'
 
 # CI builds once from a clean clone: incremental caches would only cost disk there.
 ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: run build tools dev test lint rust-test e2e py-test otlp-test bench clean
+.PHONY: run build tools bootstrap py-venv dev test lint rust-test e2e py-test otlp-test bench clean help
 
-## run: build the release and serve the dashboard on $(ADDR) with an embedded SQLite file
+## run: build the release and serve the dashboard, with the demo loaded, on ADDR (SQLite in DATA_DIR)
 run: build
-	@echo "Treeline: open http://$(ADDR)  (data in $(DATA_DIR), ctrl-c to stop)"
+	$(say) "serving: open http://$(ADDR)  (data in $(DATA_DIR), ctrl-c to stop)"
 	./target/release/treeline serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo
 
+## build: build the release server and its browser bundle (cargo leptos build --release)
 build: tools
+	$(say) "building the release: server binary and browser bundle"
 	cargo leptos build --release
 
+## tools: install the build tools (wasm target, cargo-leptos, wasm-bindgen, wasm-opt) under TOOLS_DIR
 tools:
 	@WANT="wasm leptos bindgen wasmopt" scripts/setup-tools.sh
 
+## bootstrap: install the missing system packages (Chromium, PostgreSQL, python3-venv): the only apt-get
+bootstrap:
+	@scripts/bootstrap-system.sh
+
+## py-venv: make or update the Python test venv in PY_VENV (pytest, the SDK, OpenTelemetry)
+py-venv:
+	@scripts/setup-python.sh
+
 ## dev: rebuild and reload on every change
 dev: tools
+	$(say) "watching: rebuilds and reloads on every change"
 	cargo leptos watch
 
-## test: formatting, lints per feature set, Rust tests on SQLite and PostgreSQL,
-## the Python SDK's tests, and the browser tests against the release build
-test: lint rust-test build py-test otlp-test e2e
+# Everything a clean clone needs, in this order: the system packages and the Python
+# venv first, so that a missing one fails before the long builds.
+## test: every test: lints, Rust on SQLite and PostgreSQL, the Python SDK, OTLP, the browser
+test: bootstrap py-venv lint rust-test build py-test otlp-test e2e
 
+## lint: rustfmt check, and clippy (warnings denied) for each feature set
 lint: tools
+	$(say) "checking the formatting and the lints for each feature set"
 	cargo fmt --all -- --check
 	cargo clippy -p treeline-app --all-targets -- -D warnings
 	cargo clippy $(RUST_PACKAGES) --all-targets --features treeline-app/ssr -- -D warnings
 	cargo clippy -p treeline-app -p treeline-frontend --target wasm32-unknown-unknown --features treeline-app/hydrate -- -D warnings
+	cargo clippy -p treeline-server --all-targets --no-default-features --features treeline-app/ssr -- -D warnings
+	@# The contract crate keeps clients free of the UI: no Leptos under treeline-client.
+	@! cargo tree -p treeline-client -e normal | grep -E "leptos|web-sys" || \
+	  { echo "treeline-client links a UI crate (see above)"; exit 1; }
 
+## rust-test: the Rust tests, on SQLite and on a throwaway PostgreSQL cluster
 rust-test: tools
+	$(say) "Rust tests, with a throwaway PostgreSQL cluster beside them"
 	scripts/with-postgres.sh cargo test $(RUST_PACKAGES) --features treeline-app/ssr
 
+## py-test: the Python SDK's tests against the release build (run `make build` first)
 py-test:
 	scripts/test-python.sh
 
+## otlp-test: OpenTelemetry OTLP/HTTP export into the release build, on SQLite and PostgreSQL
 otlp-test:
 	scripts/test-otlp.sh
 
+## e2e: the Playwright browser tests, in Debian's Chromium, against the release build
 e2e: build
-	@WANT="chromium node" scripts/setup-tools.sh
+	@WANT=chromium scripts/bootstrap-system.sh
+	@WANT=node scripts/setup-tools.sh
 	scripts/e2e.sh
 
-## bench: ingest throughput on SQLite. Through `build`: a plain `cargo build` of the
-## server would leave a binary that names the wrong browser bundle.
+# Through `build`: a plain `cargo build` of the server would leave a binary that names
+# the wrong browser bundle.
+## bench: ingest throughput on SQLite, with the release build
 bench: build
+	$(say) "benchmark: ingest throughput on SQLite"
 	./target/release/treeline bench ingest
 
+## clean: remove the build outputs: target/, the Python test venv in it included
 clean:
+	$(say) "removing target/ (cargo clean)"
 	cargo clean
+
+## help: list the targets and the variables that steer them (needs nothing installed)
+help:
+	@awk '/^## [A-Za-z0-9_-]+: / { line = substr($$0, 4); i = index(line, ": "); \
+	  printf "  \033[1m%-10s\033[0m %s\n", substr(line, 1, i - 1), substr(line, i + 2) }' $(firstword $(MAKEFILE_LIST))
+	@printf '\nVariables (make VAR=value):\n  ADDR=%s  DATA_DIR=%s\n  TOOLS_DIR=%s\n  PY_VENV=%s\n' \
+	  '$(ADDR)' '$(DATA_DIR)' '$(TOOLS_DIR)' '$(PY_VENV)'

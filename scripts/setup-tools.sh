@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the build tools Treeline needs, outside the clone, so a second run (and a
 # fresh clone on the same machine) skips them. Idempotent: each step checks first.
+# System packages (Chromium, PostgreSQL, python3-venv) are not installed here: only
+# scripts/bootstrap-system.sh runs apt-get.
 #
 #   TOOLS_DIR   where tools go (default ~/.cache/treeline-tools); its bin/ goes on PATH.
-#   WANT        space-separated subset of: wasm leptos bindgen wasmopt chromium node python
+#   WANT        space-separated subset of: wasm leptos bindgen wasmopt node
 set -euo pipefail
 
 TOOLS_DIR=${TOOLS_DIR:-$HOME/.cache/treeline-tools}
@@ -16,9 +18,23 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); print; exit}' "$ROOT/Cargo.lock" 2>/dev/null || true)
 
 mkdir -p "$TOOLS_DIR/bin"
+# Build tools run for seconds: a profile made for building them fast, not for
+# shipping (their own release profiles ask for fat LTO and one codegen unit).
+tool_profile() {
+  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=false \
+    CARGO_PROFILE_RELEASE_INCREMENTAL=false "$@"
+}
 export PATH="$TOOLS_DIR/bin:$CARGO_HOME/bin:$PATH"
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 wants() { [[ " $WANT " == *" $1 "* ]]; }
+for item in $WANT; do
+  case $item in
+    wasm | leptos | bindgen | wasmopt | node) ;;
+    chromium | postgres | pyvenv) say "$item is a system package: WANT=$item scripts/bootstrap-system.sh"; exit 2 ;;
+    *) say "unknown WANT item '$item' (known: wasm leptos bindgen wasmopt node)"; exit 2 ;;
+  esac
+done
 
 # Unpacks a crate's published source into $2 through cargo itself.
 crate_source() {
@@ -36,12 +52,12 @@ if wants wasm && ! rustup target list --installed | grep -q wasm32-unknown-unkno
 fi
 
 if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSION"; then
-  say "building cargo-leptos $LEPTOS_VERSION (about 15 minutes on 2 cores, once)"
+  say "building cargo-leptos $LEPTOS_VERSION (a few minutes on 2 cores, once)"
   src="$TOOLS_DIR/src/cargo-leptos"
   crate_source cargo-leptos "$LEPTOS_VERSION" "$src"
   # Its lock pins a cargo-util-schemas that needs a newer rustc than ours.
   (cd "$src" && cargo update -p cargo-util-schemas --precise 0.14.1 &&
-    cargo install --path . --locked --root "$TOOLS_DIR" --features no_downloads)
+    tool_profile cargo install --path . --locked --root "$TOOLS_DIR" --features no_downloads)
 fi
 
 if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
@@ -50,7 +66,7 @@ if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VER
   crate_source wasm-bindgen-cli "$BINDGEN_VERSION" "$src"
   # The registry here lacks the webpki-roots its lock names.
   (cd "$src" && { cargo update -p webpki-roots --precise 1.0.10 || true; } &&
-    cargo install --path . --locked --root "$TOOLS_DIR")
+    tool_profile cargo install --path . --locked --root "$TOOLS_DIR")
 fi
 
 if wants wasmopt && ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
@@ -61,13 +77,8 @@ if wants wasmopt && ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARY
   ln -sf "$TOOLS_DIR/npm/node_modules/.bin/wasm-opt" "$TOOLS_DIR/bin/wasm-opt"
 fi
 
-if wants chromium && [ ! -x /usr/bin/chromium ]; then
-  say "installing Debian's chromium"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-fi
-
 if wants node && [ ! -d "$ROOT/end2end/node_modules/@playwright/test" ]; then
-  say "installing the end-to-end test packages"
+  say "installing the end-to-end test packages (npm ci in end2end/)"
   (cd "$ROOT/end2end" && npm ci --no-audit --no-fund --silent)
 fi
 

@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # OTLP/HTTP ingest as users send it: the official OpenTelemetry Python SDK and its
-# OTLP/HTTP exporters (protobuf and JSON) against the real release server binary.
+# OTLP/HTTP exporters (protobuf and JSON) against the real release server binary,
+# from the test venv that scripts/setup-python.sh makes (never the system Python).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-# Pinned as one consistent set: the JSON exporter is still a pre-release that pins
-# its own version of the shared exporter code.
-python3 -m pip install --quiet --disable-pip-version-check pytest \
-  "opentelemetry-sdk==1.45.1" \
-  "opentelemetry-exporter-otlp-proto-http==1.45.1" \
-  "opentelemetry-exporter-otlp-json-http==0.66b1"
+export PY_VENV=${PY_VENV:-$ROOT/target/py-venv}
+say() { printf '\033[1m[otlp]\033[0m %s\n' "$*"; }
+scripts/setup-python.sh
 export TREELINE_BIN="${TREELINE_BIN:-$ROOT/target/release/treeline}"
-echo "[otlp] on SQLite"
-python3 -m pytest tests/otlp -q
-echo "[otlp] on PostgreSQL"
+export PY="$PY_VENV/bin/python"
+say "OTLP export tests (tests/otlp) on SQLite"
+"$PY" -m pytest tests/otlp -q
+say "OTLP export tests (tests/otlp) on PostgreSQL"
 # shellcheck disable=SC2016 # expanded by the inner shell, once the cluster is up
 scripts/with-postgres.sh bash -c \
-  'TREELINE_TEST_DATABASE_URL=$TREELINE_TEST_POSTGRES_URL python3 -m pytest tests/otlp -q'
+  'TREELINE_TEST_DATABASE_URL=$TREELINE_TEST_POSTGRES_URL "$PY" -m pytest tests/otlp -q'

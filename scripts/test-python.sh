@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The Python SDK's tests, against the real release server binary.
+# The Python SDK's tests, against the real release server binary, in the test venv
+# that scripts/setup-python.sh makes (never the system Python).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
-python3 -m pip install --quiet --disable-pip-version-check pytest ./sdk/python
-TREELINE_BIN="$ROOT/target/release/treeline" python3 -m pytest sdk/python/tests -q
+export PY_VENV=${PY_VENV:-$ROOT/target/py-venv}
+say() { printf '\033[1m[python]\033[0m %s\n' "$*"; }
+scripts/setup-python.sh
+say "the SDK's tests (sdk/python/tests) against target/release/treeline"
+TREELINE_BIN="$ROOT/target/release/treeline" "$PY_VENV/bin/python" -m pytest sdk/python/tests -q

@@ -4,17 +4,22 @@
 #   scripts/with-postgres.sh cargo test ...
 # PG_OPTS adds server settings (for benchmarks: PG_OPTS="-c shared_buffers=2GB").
 set -euo pipefail
+[ $# -gt 0 ] || { echo "usage: scripts/with-postgres.sh COMMAND [ARGS...]" >&2; exit 2; }
 
-PG_BIN=${PG_BIN:-}
-if [ -z "$PG_BIN" ]; then
-  for dir in /usr/local/bin /usr/lib/postgresql/*/bin; do
-    if [ -x "$dir/pg_ctl" ] && [ -x "$dir/initdb" ]; then PG_BIN=$dir; break; fi
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+say() { printf '\033[1m[postgres]\033[0m %s\n' "$*"; }
+# The server binaries: PG_BIN, else /usr/local/bin, else Debian's. Without any,
+# scripts/bootstrap-system.sh (which looks in the same places) installs Debian's.
+find_pg_bin() {
+  local dir
+  for dir in ${PG_BIN:-} /usr/local/bin /usr/lib/postgresql/*/bin; do
+    if [ -x "$dir/pg_ctl" ] && [ -x "$dir/initdb" ]; then echo "$dir"; return 0; fi
   done
-fi
-if [ -z "$PG_BIN" ]; then
-  echo "[postgres] installing the PostgreSQL server from Debian's packages"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | tail -1)
+  return 1
+}
+if ! PG_BIN=$(find_pg_bin); then
+  WANT=postgres "$ROOT/scripts/bootstrap-system.sh"
+  PG_BIN=$(find_pg_bin)
 fi
 
 PGDATA=$(mktemp -d /tmp/treeline-pg.XXXXXX)
@@ -32,9 +37,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
+say "starting a throwaway cluster on 127.0.0.1:$PORT (server binaries in $PG_BIN)"
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 >/dev/null
 "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w \
   -o "-c listen_addresses=127.0.0.1 -p $PORT -k $PGDATA -c fsync=on -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
-echo "[postgres] throwaway cluster on 127.0.0.1:$PORT"
+say "cluster up; running $1 with TREELINE_TEST_POSTGRES_URL set (the cluster goes when it ends)"
 export TREELINE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 "$@"
