@@ -162,6 +162,15 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
     let span_id = req_str(obj, "span_id")?;
     check_id(span_id, "span_id")?;
     let ts = req_int(obj, "ts")?;
+    if !crate::limits::timestamp_in_range(ts) {
+        return Err(Invalid::new(
+            "invalid_field",
+            format!(
+                "ts must be between 0 and {} microseconds since 1970",
+                crate::limits::MAX_TIMESTAMP_US
+            ),
+        ));
+    }
     match op {
         "open" => {
             let parent_span_id = opt_str(obj, "parent_span_id")?;
@@ -446,6 +455,13 @@ mod tests {
                 "trace_id \"steps\"",
             ),
             ("ts", json!("now"), "invalid_field", "ts must be an integer"),
+            ("ts", json!(-1), "invalid_field", "ts must be between 0 and"),
+            (
+                "ts",
+                json!(crate::limits::MAX_TIMESTAMP_US + 1),
+                "invalid_field",
+                "ts must be between 0 and",
+            ),
             (
                 "attributes",
                 json!({"x": {"nested": 1}}),

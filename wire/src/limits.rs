@@ -18,3 +18,12 @@ pub const SPAN_PAGE_MAX: usize = 1_000;
 pub const METRIC_POINTS: usize = 2_000;
 pub const METRIC_POINTS_MIN: usize = 2;
 pub const METRIC_POINTS_MAX: usize = 100_000;
+/// The latest timestamp accepted, in microseconds since 1970 (the year 3000): any
+/// difference of two accepted timestamps fits an i64 with room to spare.
+pub const MAX_TIMESTAMP_US: i64 = 32_503_680_000_000_000;
+
+/// Whether `ts` is a timestamp the server accepts: not before 1970, not after
+/// [`MAX_TIMESTAMP_US`].
+pub fn timestamp_in_range(ts: i64) -> bool {
+    (0..=MAX_TIMESTAMP_US).contains(&ts)
+}

@@ -24,10 +24,16 @@ impl RunUpsert {
                 "name must be at most 256 characters",
             ));
         }
-        if self.start_us.is_some_and(|s| s < 0) {
+        if self
+            .start_us
+            .is_some_and(|s| !crate::limits::timestamp_in_range(s))
+        {
             return Err(Invalid::new(
                 "invalid_field",
-                "start_us must be a non-negative integer",
+                format!(
+                    "start_us must be between 0 and {} microseconds since 1970",
+                    crate::limits::MAX_TIMESTAMP_US
+                ),
             ));
         }
         Ok(())
@@ -48,6 +54,18 @@ impl RunFinish {
             return Err(Invalid::new(
                 "invalid_status",
                 "status must be \"finished\" or \"failed\"",
+            ));
+        }
+        if self
+            .end_us
+            .is_some_and(|e| !crate::limits::timestamp_in_range(e))
+        {
+            return Err(Invalid::new(
+                "invalid_field",
+                format!(
+                    "end_us must be between 0 and {} microseconds since 1970",
+                    crate::limits::MAX_TIMESTAMP_US
+                ),
             ));
         }
         Ok(())

@@ -273,7 +273,9 @@ impl<L: Loader> Batch<'_, L> {
             }
             lift_root_attributes(trace, &attributes);
         } else if state.has_close {
-            t.child_tokens += state.token_count.unwrap_or(0);
+            t.child_tokens = t
+                .child_tokens
+                .saturating_add(state.token_count.unwrap_or(0));
         }
         Ok(())
     }
@@ -316,7 +318,10 @@ impl<L: Loader> Batch<'_, L> {
             trace.state.root_tokens = state.token_count;
             lift_root_attributes(trace, &attributes);
         } else if state.has_open {
-            trace.state.child_tokens += state.token_count.unwrap_or(0);
+            trace.state.child_tokens = trace
+                .state
+                .child_tokens
+                .saturating_add(state.token_count.unwrap_or(0));
         }
         Ok(())
     }
