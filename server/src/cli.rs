@@ -61,6 +61,18 @@ pub struct ServeArgs {
     /// Repeat for several; TREELINE_API_KEYS takes a comma-separated list.
     #[arg(long = "api-key", env = "TREELINE_API_KEYS", value_delimiter = ',')]
     pub api_keys: Vec<String>,
+    /// A file of API keys, one a line (blank lines and `#` comments skipped): keys
+    /// given here stay out of the process list, unlike `--api-key`.
+    #[arg(long = "api-key-file", env = "TREELINE_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+    /// A host name a keyless server answers to besides loopback ones (its Host
+    /// header is checked against DNS rebinding). Repeat for several.
+    #[arg(
+        long = "allowed-host",
+        env = "TREELINE_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
     /// Directory of the built dashboard (wasm, js, css); found beside the binary by default.
     #[arg(long, env = "TREELINE_SITE_DIR")]
     pub site_dir: Option<PathBuf>,
@@ -157,11 +169,12 @@ async fn serve_command(args: ServeArgs) -> Outcome {
             .runs
             .is_empty();
     let mut state = AppState::new(store);
-    state.api_keys = Arc::new(
-        args.api_keys
+    state.api_keys = Arc::new(api_keys(&args)?);
+    state.allowed_hosts = Arc::new(
+        args.allowed_hosts
             .iter()
-            .filter(|k| !k.is_empty())
-            .cloned()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
             .collect(),
     );
     state.window_us = args.window_days.max(1) * (DEFAULT_WINDOW_US / 7);
@@ -201,6 +214,34 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     serve::run(listener, serve::app(state, &site_root, addr))
         .await
         .context("the server stopped")
+}
+
+/// The keys of `--api-key`, `TREELINE_API_KEYS` and `--api-key-file`. A key typed
+/// on the command line shows in the process list: said once, as a warning.
+fn api_keys(args: &ServeArgs) -> Outcome<Vec<String>> {
+    if std::env::args().any(|a| a == "--api-key" || a.starts_with("--api-key=")) {
+        tracing::warn!(
+            "an API key was given on the command line, where other users of this machine \
+             can read it; prefer --api-key-file or TREELINE_API_KEYS"
+        );
+    }
+    let mut keys: Vec<String> = args
+        .api_keys
+        .iter()
+        .map(|k| k.trim().to_string())
+        .filter(|k| !k.is_empty())
+        .collect();
+    if let Some(path) = &args.api_key_file {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the API key file {}", path.display()))?;
+        keys.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string),
+        );
+    }
+    Ok(keys)
 }
 
 #[cfg(not(feature = "devtools"))]

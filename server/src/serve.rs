@@ -30,6 +30,7 @@ pub fn default_site_root() -> PathBuf {
 /// The full application router.
 pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Router {
     let otlp = crate::otlp::router(state.clone());
+    let guarded = state.clone();
     let options = LeptosOptions::builder()
         .output_name("treeline")
         .site_root(site_root.to_string_lossy().as_ref())
@@ -56,6 +57,11 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
         .merge(pages)
+        .layer(axum::middleware::from_fn(http::guard::security_headers))
+        .layer(axum::middleware::from_fn_with_state(
+            guarded,
+            http::guard::check_host,
+        ))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))

@@ -1,3 +1,5 @@
+//! API keys: with keys configured, writes need `Authorization: Bearer <key>`.
+
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -19,17 +21,9 @@ pub async fn require_key(
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer);
     match given {
-        Some(key)
-            if state
-                .api_keys
-                .iter()
-                .any(|k| constant_time_eq(k.as_bytes(), key.as_bytes())) =>
-        {
-            Ok(next.run(request).await)
-        }
+        Some(key) if state.api_keys.iter().any(|k| same_key(k, key)) => Ok(next.run(request).await),
         Some(_) => Err(ApiError::Unauthorized("the API key is not valid".into())),
         None => Err(ApiError::Unauthorized(
             "this server needs an API key: send Authorization: Bearer <key>".into(),
@@ -37,6 +31,43 @@ pub async fn require_key(
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The credentials of an `Authorization: Bearer <key>` header; the scheme's case
+/// does not matter (RFC 9110).
+fn bearer(header: &str) -> Option<&str> {
+    let (scheme, key) = header.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| key.trim())
+        .filter(|k| !k.is_empty())
+}
+
+/// Compares the keys' SHA-256 digests in constant time: neither the time nor an
+/// early return tells how much of a guess, or its length, was right.
+fn same_key(known: &str, given: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    let (a, b) = (
+        Sha256::digest(known.as_bytes()),
+        Sha256::digest(given.as_bytes()),
+    );
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scheme_is_case_insensitive_and_the_key_must_match_whole() {
+        assert_eq!(bearer("Bearer k1"), Some("k1"));
+        assert_eq!(bearer("bearer k1"), Some("k1"));
+        assert_eq!(bearer("BEARER   k1 "), Some("k1"));
+        assert_eq!(bearer("Basic k1"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert!(same_key("secret", "secret"));
+        assert!(!same_key("secret", "secre"));
+        assert!(!same_key("secret", "secret2"));
+    }
 }

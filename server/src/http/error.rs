@@ -23,6 +23,8 @@ pub enum ApiError {
     #[error("{0}")]
     UnsupportedEncoding(String),
     #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
     IdempotencyKeyReused(String),
     /// A failure that may pass; the client should retry after `retry_after_s`.
     #[error("{message}")]
@@ -58,6 +60,9 @@ impl ApiError {
             ApiError::TooLarge { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code),
             ApiError::UnsupportedEncoding(_) => {
                 (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_encoding")
+            }
+            ApiError::UnsupportedMediaType(_) => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
             }
             ApiError::IdempotencyKeyReused(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")

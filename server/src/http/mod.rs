@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod guard;
 pub mod ingest;
 pub mod query;
 
@@ -21,6 +22,8 @@ use crate::store::Store;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub api_keys: Arc<Vec<String>>,
+    /// Host names a keyless server answers to besides loopback ones.
+    pub allowed_hosts: Arc<Vec<String>>,
     /// How far back project-scoped trace browsing looks by default.
     pub window_us: i64,
 }
@@ -32,6 +35,7 @@ impl AppState {
         AppState {
             store,
             api_keys: Arc::new(Vec::new()),
+            allowed_hosts: Arc::new(Vec::new()),
             window_us: DEFAULT_WINDOW_US,
         }
     }
@@ -46,10 +50,12 @@ pub fn now_us() -> i64 {
 
 /// The `/api` router.
 pub fn router(state: AppState) -> Router {
-    let writes = ingest::router().route_layer(middleware::from_fn_with_state(
-        state.clone(),
-        auth::require_key,
-    ));
+    let writes = ingest::router()
+        .route_layer(middleware::from_fn(guard::require_json))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_key,
+        ));
     Router::new()
         .merge(writes)
         .merge(query::router())

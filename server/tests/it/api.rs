@@ -210,6 +210,7 @@ async fn gzip_and_zstd_bodies_are_accepted() {
         ("zstd", zstd::encode_all(body.as_bytes(), 3).unwrap()),
     ] {
         let request = Request::post("/runs/r1/traces/events")
+            .header("content-type", "application/json")
             .header("content-encoding", encoding)
             .body(Body::from(bytes))
             .unwrap();
@@ -233,6 +234,7 @@ async fn oversized_requests_are_413() {
     let reply = api
         .call(
             Request::post("/runs/r1/traces/events")
+                .header("content-type", "application/json")
                 .body(Body::from(huge))
                 .unwrap(),
         )
@@ -253,6 +255,7 @@ async fn an_unknown_run_is_404_and_bad_json_is_400() {
         .await;
     assert_error(&reply, StatusCode::NOT_FOUND, "run_not_found");
     let request = Request::post("/runs/nope/metrics")
+        .header("content-type", "application/json; charset=utf-8")
         .body(Body::from("{not json"))
         .unwrap();
     assert_error(
@@ -325,15 +328,55 @@ async fn with_api_keys_writes_need_a_bearer_token() {
     let right = json_request(
         "PUT",
         "/runs/r1",
-        body,
+        body.clone(),
         &[("authorization", "Bearer secret-key")],
     );
     assert_eq!(api.call(right).await.status, StatusCode::CREATED);
+    // The scheme's case does not matter.
+    let lower = json_request(
+        "PUT",
+        "/runs/r1",
+        body,
+        &[("authorization", "bearer secret-key")],
+    );
+    assert_eq!(api.call(lower).await.status, StatusCode::OK);
     assert_eq!(
         api.get("/runs/r1").await.status,
         StatusCode::OK,
         "reads stay open"
     );
+}
+
+/// What a page of another site can send without a preflight: a form or a
+/// `text/plain` fetch. Neither may write.
+#[tokio::test]
+async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
+    let api = api().await.with_run().await;
+    let events = json!({"events": [event("open", "t1", "a")]}).to_string();
+    for content_type in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        for path in [
+            "/runs/r1/traces/events",
+            "/runs/r1/metrics",
+            "/runs/r1/finish",
+        ] {
+            let request = Request::post(path)
+                .header("content-type", content_type)
+                .body(Body::from(events.clone()))
+                .unwrap();
+            assert_error(
+                &api.call(request).await,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+            );
+        }
+    }
+    let run = api.get("/runs/r1").await.body;
+    assert_eq!(run["trace_count"], 0);
+    assert_eq!(run["status"], "running");
 }
 
 #[tokio::test]

@@ -7,5 +7,6 @@ mod conformance;
 mod crash;
 #[cfg(feature = "devtools")]
 mod demo;
+mod guard;
 mod otlp;
 mod schema;
