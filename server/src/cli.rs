@@ -151,14 +151,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     let store = store::open(&url)
         .await
         .context("cannot open the database")?;
-    match store
-        .idempotency_prune(crate::http::now_us() - 48 * 3600 * 1_000_000)
-        .await
-    {
-        Ok(n) => tracing::debug!(pruned = n, "old idempotency keys removed"),
-        Err(e) => tracing::warn!(error = %crate::http::error::chain(&e),
-            "old idempotency keys could not be removed"),
-    }
+    prune_idempotency_keys(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store
@@ -214,6 +207,27 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     serve::run(listener, serve::app(state, &site_root, addr))
         .await
         .context("the server stopped")
+}
+
+/// How long an Idempotency-Key's answer is kept, and how often old ones go.
+const IDEMPOTENCY_WINDOW_US: i64 = 48 * 3600 * 1_000_000;
+const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Forgets idempotency answers older than the window, now and then every
+/// `PRUNE_EVERY`, for as long as the server runs.
+fn prune_idempotency_keys(store: Arc<dyn store::Store>) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(PRUNE_EVERY);
+        loop {
+            every.tick().await;
+            let before = crate::http::now_us().saturating_sub(IDEMPOTENCY_WINDOW_US);
+            match store.idempotency_prune(before).await {
+                Ok(n) => tracing::debug!(pruned = n, "old idempotency keys removed"),
+                Err(e) => tracing::warn!(error = %crate::http::error::chain(&e),
+                    "old idempotency keys could not be removed; retrying in 10 minutes"),
+            }
+        }
+    });
 }
 
 /// The keys of `--api-key`, `TREELINE_API_KEYS` and `--api-key-file`. A key typed

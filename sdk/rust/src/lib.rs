@@ -162,11 +162,14 @@ impl Client {
     ) -> Result<T, ClientError> {
         let url = format!("{}{path}", self.base);
         let mut last = String::new();
+        // A server that sheds load says when to come back (Retry-After, seconds).
+        let mut asked_wait = Duration::ZERO;
         for attempt in 0..self.attempts.max(1) {
             if attempt > 0 {
                 let jitter = rand::random::<f64>() * 0.5 + 0.75;
                 let wait = self.backoff.mul_f64(2f64.powi(attempt as i32 - 1) * jitter);
-                tokio::time::sleep(wait.min(Duration::from_secs(10))).await;
+                let wait = wait.min(Duration::from_secs(10)).max(asked_wait);
+                tokio::time::sleep(wait).await;
             }
             let mut request = self.http.request(method.clone(), &url);
             if method != reqwest::Method::GET {
@@ -184,6 +187,7 @@ impl Client {
                 Err(e) => last = e.to_string(),
                 Ok(response) => {
                     let status = response.status();
+                    asked_wait = retry_after(response.headers());
                     let bytes = response
                         .bytes()
                         .await
@@ -224,6 +228,15 @@ impl Client {
             last,
         })
     }
+}
+
+/// The wait a `Retry-After` header asks for (whole seconds), at most 60 s.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Duration {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Duration::ZERO, |s| Duration::from_secs(s.min(60)))
 }
 
 /// A fresh Idempotency-Key.

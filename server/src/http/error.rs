@@ -95,7 +95,7 @@ impl From<StoreError> for ApiError {
             other if other.is_transient() => {
                 tracing::warn!(error = %chain(&other), "storage unavailable");
                 ApiError::Unavailable {
-                    message: "the database is busy or unreachable; retry shortly".into(),
+                    message: format!("{other}; retry shortly"),
                     retry_after_s: 1,
                 }
             }

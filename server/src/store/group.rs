@@ -12,18 +12,39 @@ use tokio::sync::oneshot;
 /// A queue of jobs and the gate one group passes at a time. A job carries its own
 /// way to answer (a oneshot sender, say); the group's writer answers every job.
 pub(super) struct GroupCommit<J> {
-    queue: Mutex<Vec<J>>,
+    queue: Mutex<Queue<J>>,
     gate: tokio::sync::Mutex<()>,
     /// Most weight one group takes (events, say), so one transaction stays bounded.
     max_weight: usize,
+    /// Most weight waiting at once: past it a job is refused, not queued, so a
+    /// flood of requests costs a 503 each instead of the server's memory.
+    max_queued: usize,
+}
+
+struct Queue<J> {
+    jobs: Vec<J>,
+    weight: usize,
+}
+
+/// Why `submit` has no answer for a job.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The queue held `max_queued` already; the job was not queued.
+    Full,
+    /// The group that took the job ended without answering it.
+    Unanswered,
 }
 
 impl<J: Send + 'static> GroupCommit<J> {
-    pub(super) fn new(max_weight: usize) -> Self {
+    pub(super) fn new(max_weight: usize, max_queued: usize) -> Self {
         GroupCommit {
-            queue: Mutex::new(Vec::new()),
+            queue: Mutex::new(Queue {
+                jobs: Vec::new(),
+                weight: 0,
+            }),
             gate: tokio::sync::Mutex::new(()),
             max_weight,
+            max_queued,
         }
     }
 
@@ -36,14 +57,23 @@ impl<J: Send + 'static> GroupCommit<J> {
         mut answer: oneshot::Receiver<R>,
         weight: W,
         write: F,
-    ) -> Result<R, oneshot::error::RecvError>
+    ) -> Result<R, Refused>
     where
         W: Fn(&J) -> usize,
         F: FnOnce(Vec<J>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        self.lock_queue().push(job);
-        tokio::select! {
+        {
+            let mut queue = self.lock_queue();
+            let w = weight(&job);
+            // An empty queue takes any one job, however heavy.
+            if !queue.jobs.is_empty() && queue.weight.saturating_add(w) > self.max_queued {
+                return Err(Refused::Full);
+            }
+            queue.weight = queue.weight.saturating_add(w);
+            queue.jobs.push(job);
+        }
+        let answered = tokio::select! {
             // A job another group took is answered without queueing for the gate.
             answered = &mut answer => answered,
             turn = self.gate.lock() => {
@@ -51,30 +81,36 @@ impl<J: Send + 'static> GroupCommit<J> {
                 if !group.is_empty() {
                     // Spawned, so a caller that goes away mid-write leaves the group
                     // whole; it still answers every job it took.
-                    let _ = tokio::spawn(write(group)).await;
+                    if let Err(e) = tokio::spawn(write(group)).await {
+                        // Its jobs are answered `Unanswered`; the cause is here.
+                        tracing::error!(error = %e, "a group writer panicked");
+                    }
                 }
                 drop(turn);
                 answer.await
             }
-        }
+        };
+        answered.map_err(|_| Refused::Unanswered)
     }
 
     /// The oldest jobs up to `max_weight` (at least one).
     fn take<W: Fn(&J) -> usize>(&self, weight: W) -> Vec<J> {
         let mut queue = self.lock_queue();
-        let mut total = 0;
+        let mut total: usize = 0;
         let mut n = 0;
-        for job in queue.iter() {
-            total += weight(job);
-            if n > 0 && total > self.max_weight {
+        for job in queue.jobs.iter() {
+            let next = total.saturating_add(weight(job));
+            if n > 0 && next > self.max_weight {
                 break;
             }
+            total = next;
             n += 1;
         }
-        queue.drain(..n).collect()
+        queue.weight = queue.weight.saturating_sub(total);
+        queue.jobs.drain(..n).collect()
     }
 
-    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<J>> {
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Queue<J>> {
         // A panic while holding this lock can only come from Vec itself; the queue
         // is still a valid list.
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
@@ -90,7 +126,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn every_job_is_answered_and_groups_respect_the_weight_cap() {
-        let group = Arc::new(GroupCommit::<Job>::new(10));
+        let group = Arc::new(GroupCommit::<Job>::new(10, 1_000));
         let sizes = Arc::new(Mutex::new(Vec::new()));
         let mut waiting = Vec::new();
         for i in 0..200 {
@@ -122,7 +158,7 @@ mod tests {
     /// waiting for the gate that the group's writer still holds.
     #[tokio::test]
     async fn an_answered_job_does_not_wait_for_the_gate() {
-        let group = Arc::new(GroupCommit::<Job>::new(100));
+        let group = Arc::new(GroupCommit::<Job>::new(100, 1_000));
         let (hold_first, first_held) = oneshot::channel::<()>();
         let (_hold_second, second_held) = oneshot::channel::<()>();
         let submit = |i: usize, held: Option<oneshot::Receiver<()>>| {
@@ -155,6 +191,40 @@ mod tests {
         let c = tokio::time::timeout(std::time::Duration::from_secs(5), c).await;
         assert_eq!(c.expect("c was answered").unwrap().unwrap(), 2);
         b.abort();
+    }
+
+    /// Past `max_queued`, a job is refused at once and nothing of it is queued;
+    /// once the queue drains, jobs are taken again.
+    #[tokio::test]
+    async fn a_full_queue_refuses_new_jobs_at_once() {
+        let group = Arc::new(GroupCommit::<Job>::new(100, 5));
+        let (release, held) = oneshot::channel::<()>();
+        let submit = |i: usize, held: Option<oneshot::Receiver<()>>| {
+            let group = group.clone();
+            tokio::spawn(async move {
+                let (tx, rx) = oneshot::channel();
+                let write = move |jobs: Vec<Job>| async move {
+                    wait_for(held).await;
+                    for (i, reply) in jobs {
+                        let _ = reply.send(i);
+                    }
+                };
+                group.submit((i, tx), rx, |_| 3, write).await
+            })
+        };
+        // a holds the gate in its write; b waits in the queue (weight 3 of 5).
+        let a = submit(0, Some(held));
+        tokio::task::yield_now().await;
+        let b = submit(1, None);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let refused = submit(2, None).await.unwrap();
+        assert_eq!(refused, Err(Refused::Full));
+        let _ = release.send(());
+        assert_eq!(a.await.unwrap(), Ok(0));
+        assert_eq!(b.await.unwrap(), Ok(1));
+        assert_eq!(submit(3, None).await.unwrap(), Ok(3));
     }
 
     async fn wait_for(held: Option<oneshot::Receiver<()>>) {

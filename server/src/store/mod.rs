@@ -49,6 +49,9 @@ pub enum StoreError {
     /// The transaction a batch shared with others failed; nothing of it was kept.
     #[error("the shared write transaction failed")]
     GroupFailed(#[source] std::sync::Arc<StoreError>),
+    /// Too much is waiting for the writer; nothing of the request was kept.
+    #[error("the server is busy: too many writes are waiting")]
+    Overloaded,
     /// The group writer ended without answering (it panicked, say).
     #[error("the writer stopped before answering")]
     WriterStopped,
@@ -68,7 +71,7 @@ impl StoreError {
     /// Whether the same request may succeed later, unchanged.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Unavailable(_) => true,
+            StoreError::Unavailable(_) | StoreError::Overloaded => true,
             StoreError::GroupFailed(inner) => inner.is_transient(),
             _ => false,
         }

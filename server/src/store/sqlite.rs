@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::dialect::Sql;
-use super::group::GroupCommit;
+use super::group::{GroupCommit, Refused};
 use super::merge::RunBatch;
 use super::reader::{Reader, Reads};
 use super::rows;
@@ -37,6 +37,9 @@ const WRITER_CACHE_KIB: i64 = 8 * 1024;
 const READER_CACHE_KIB: i64 = 32 * 1024;
 /// Most events one group-commit transaction takes.
 const GROUP_MAX_EVENTS: usize = 20_000;
+/// Most events waiting for the writer; past it a batch answers 503 (Retry-After)
+/// instead of queueing without bound. Ten full groups.
+const QUEUE_MAX_EVENTS: usize = 200_000;
 
 pub struct SqliteStore {
     writer: SqlitePool,
@@ -94,8 +97,19 @@ impl SqliteStore {
         Ok(SqliteStore {
             writer,
             reader: Reader::new(reader),
-            batches: GroupCommit::new(GROUP_MAX_EVENTS),
+            batches: GroupCommit::new(GROUP_MAX_EVENTS, QUEUE_MAX_EVENTS),
         })
+    }
+}
+
+impl SqliteStore {
+    /// The writer's `PRAGMA synchronous` (2 is FULL: a commit is on disk, WAL
+    /// included, before it returns). For the test that keeps it so.
+    pub async fn writer_synchronous(&self) -> StoreResult<i64> {
+        let level: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&self.writer)
+            .await?;
+        Ok(level)
     }
 }
 
@@ -372,10 +386,11 @@ impl Ingest for SqliteStore {
         let writer = self.writer.clone();
         let write = move |jobs| write_group(writer, jobs);
         let weight = |job: &BatchJob| job.batch.events.len().max(1);
-        self.batches
-            .submit(job, answer, weight, write)
-            .await
-            .unwrap_or(Err(StoreError::WriterStopped))
+        match self.batches.submit(job, answer, weight, write).await {
+            Ok(answer) => answer,
+            Err(Refused::Full) => Err(StoreError::Overloaded),
+            Err(Refused::Unanswered) => Err(StoreError::WriterStopped),
+        }
     }
 }
 

@@ -118,3 +118,28 @@ async fn every_acknowledged_batch_survives_a_kill_9() {
     server.kill().expect("stopped");
     let _ = server.wait();
 }
+
+/// What makes an acknowledged batch survive a power cut, not only a killed
+/// process (whose written pages the OS keeps): the writer runs WAL with
+/// `synchronous=FULL`, which syncs the WAL on every commit. The kill -9 test above
+/// would pass with `synchronous=OFF` too, so this one keeps the setting.
+#[tokio::test]
+async fn the_writer_syncs_every_commit() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("treeline.db").display());
+    let store = treeline_server::store::SqliteStore::open(&url)
+        .await
+        .expect("open");
+    assert_eq!(store.writer_synchronous().await.expect("pragma"), 2, "FULL");
+    let mode: String = {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("connect");
+        sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&mut conn)
+            .await
+            .expect("journal mode")
+    };
+    assert_eq!(mode, "wal");
+}
