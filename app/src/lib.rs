@@ -1,12 +1,15 @@
-//! Treeline's dashboard (Leptos, server-rendered then hydrated) and the wire types
-//! that the server, the browser and the Rust client share.
+//! Treeline's dashboard (Leptos, server-rendered then hydrated). The wire types live
+//! in `treeline-wire`.
 //!
 //! The `ssr` and `hydrate` features live only here: the server picks `ssr`, the
-//! wasm frontend picks `hydrate`, and plain users of the wire types pick neither.
-
-pub mod wire;
+//! wasm frontend picks `hydrate`.
 
 #[cfg(any(feature = "ssr", feature = "hydrate"))]
+#[allow(
+    unreachable_pub,
+    reason = "Leptos's #[component] makes each component's props builder `pub`; what the \
+              crate exports is what this file re-exports"
+)]
 mod ui;
 #[cfg(any(feature = "ssr", feature = "hydrate"))]
 pub use ui::*;

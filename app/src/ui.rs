@@ -9,6 +9,7 @@ pub mod api;
 mod components;
 pub mod format;
 mod pages;
+mod url;
 
 #[cfg(feature = "ssr")]
 pub use api::{Backend, SharedBackend};

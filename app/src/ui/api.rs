@@ -5,7 +5,11 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{
+use treeline_wire::limits::RUNS_PAGE_MAX;
+use treeline_wire::routes::{
+    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_STEPS, SPAN, SPANS, TRACE, TRACES,
+};
+use treeline_wire::{
     MetricSeries, ProjectList, RunDetail, RunList, SpanDetail, SpanPage, StepsResponse, TraceList,
     TraceSummary,
 };
@@ -29,7 +33,7 @@ impl ApiError {
 
     /// Turns a non-2xx answer into the error it carries.
     pub fn from_body(status: u16, body: &str) -> Self {
-        match serde_json::from_str::<crate::wire::ErrorBody>(body) {
+        match serde_json::from_str::<treeline_wire::ErrorBody>(body) {
             Ok(b) => ApiError {
                 status,
                 code: b.error.code,
@@ -97,18 +101,7 @@ async fn fetch<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
     serde_json::from_str(&body).map_err(|e| ApiError::other(e.to_string()))
 }
 
-/// Percent-encodes a query value.
-pub fn encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+pub use treeline_wire::routes::encode;
 
 /// `a=1&b=2` from the pairs that have a value.
 pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
@@ -124,19 +117,20 @@ pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
 }
 
 pub async fn projects() -> Result<ProjectList, ApiError> {
-    get("/api/projects".into()).await
+    get(path(PROJECTS, &[])).await
 }
 
 pub async fn runs(project: Option<String>) -> Result<RunList, ApiError> {
     get(format!(
-        "/api/runs?limit=500&{}",
+        "{}?limit={RUNS_PAGE_MAX}&{}",
+        path(RUNS, &[]),
         query_string(&[("project", project)])
     ))
     .await
 }
 
 pub async fn run(run_id: String) -> Result<RunDetail, ApiError> {
-    get(format!("/api/runs/{}", encode(&run_id))).await
+    get(path(RUN, &[&run_id])).await
 }
 
 pub async fn metric(
@@ -145,37 +139,30 @@ pub async fn metric(
     max_points: usize,
 ) -> Result<MetricSeries, ApiError> {
     get(format!(
-        "/api/runs/{}/metrics?key={}&max_points={max_points}",
-        encode(&run_id),
+        "{}?key={}&max_points={max_points}",
+        path(RUN_METRICS, &[&run_id]),
         encode(&key)
     ))
     .await
 }
 
 pub async fn steps(run_id: String) -> Result<StepsResponse, ApiError> {
-    get(format!("/api/runs/{}/traces/steps", encode(&run_id))).await
+    get(path(RUN_TRACE_STEPS, &[&run_id])).await
 }
 
 /// A trace list; `query` is the list's query string (filters, cursor).
 pub async fn traces(run_id: Option<String>, query: String) -> Result<TraceList, ApiError> {
     match run_id {
-        Some(run) => get(format!("/api/runs/{}/traces?{query}", encode(&run))).await,
-        None => get(format!("/api/traces?{query}")).await,
+        Some(run) => get(format!("{}?{query}", path(RUN_TRACES, &[&run]))).await,
+        None => get(format!("{}?{query}", path(TRACES, &[]))).await,
     }
 }
 
 pub async fn trace(run_id: String, trace_id: String) -> Result<TraceSummary, ApiError> {
-    get(format!(
-        "/api/runs/{}/traces/{}",
-        encode(&run_id),
-        encode(&trace_id)
-    ))
-    .await
+    get(path(TRACE, &[&run_id, &trace_id])).await
 }
 
-/// Children per page in the span tree; the API allows up to `SPAN_PAGE_MAX`.
-pub const SPAN_PAGE: usize = 200;
-pub const SPAN_PAGE_MAX: usize = 1_000;
+pub use treeline_wire::limits::{SPAN_PAGE, SPAN_PAGE_MAX};
 
 pub async fn spans(
     run_id: String,
@@ -195,9 +182,8 @@ pub async fn span_page(
 ) -> Result<SpanPage, ApiError> {
     let query = query_string(&[("parent_span_id", parent), ("cursor", cursor)]);
     get(format!(
-        "/api/runs/{}/traces/{}/spans?limit={limit}&{query}",
-        encode(&run_id),
-        encode(&trace_id)
+        "{}?limit={limit}&{query}",
+        path(SPANS, &[&run_id, &trace_id])
     ))
     .await
 }
@@ -207,11 +193,5 @@ pub async fn span(
     trace_id: String,
     span_id: String,
 ) -> Result<SpanDetail, ApiError> {
-    get(format!(
-        "/api/runs/{}/traces/{}/spans/{}",
-        encode(&run_id),
-        encode(&trace_id),
-        encode(&span_id)
-    ))
-    .await
+    get(path(SPAN, &[&run_id, &trace_id, &span_id])).await
 }

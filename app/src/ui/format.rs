@@ -34,7 +34,7 @@ pub fn relative(ts_us: i64, now_us: i64) -> String {
 pub fn timestamp(ts_us: i64) -> String {
     let secs = ts_us.div_euclid(1_000_000);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = crate::wire::civil_date(days);
+    let (year, month, day) = treeline_wire::civil_date(days);
     format!(
         "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,

@@ -2,10 +2,10 @@ use leptos::prelude::*;
 
 use crate::ui::api::{self, ApiError};
 use crate::ui::format;
-use crate::ui::pages::traces::WorkspaceUrl;
-use crate::wire::{SpanKind, SpanStatus, TraceList, TraceWindow};
+use crate::ui::url::WorkspaceUrl;
+use treeline_wire::{SpanKind, SpanStatus, TraceList, TraceWindow};
 
-pub const MAX_TERMS: usize = 8;
+use treeline_wire::limits::MAX_SEARCH_TERMS as MAX_TERMS;
 
 fn toggle(list: Option<String>, value: &str, on: bool) -> Option<String> {
     let mut items: Vec<String> = list

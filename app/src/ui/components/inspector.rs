@@ -6,8 +6,8 @@ use super::copy_text;
 use crate::ui::api::ApiError;
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format;
-use crate::ui::pages::traces::{link, WorkspaceUrl};
-use crate::wire::{SpanDetail, SpanKind};
+use crate::ui::url::{link, WorkspaceUrl};
+use treeline_wire::{SpanDetail, SpanKind};
 
 #[component]
 pub fn Inspector(

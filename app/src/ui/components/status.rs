@@ -1,6 +1,6 @@
 use leptos::prelude::*;
 
-use crate::wire::{RunStatus, SpanStatus};
+use treeline_wire::{RunStatus, SpanStatus};
 
 /// A span or trace status, labelled as the dashboard words it.
 #[component]

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::chart::{percent_of, LineChart};
 use crate::ui::api;
-use crate::wire::{StepActivity, StepsResponse};
+use treeline_wire::{StepActivity, StepsResponse};
 
 /// Runs of consecutive covered steps that had errors, as (first, last).
 pub fn danger_runs(steps: &[StepActivity]) -> Vec<(i64, i64)> {

@@ -3,8 +3,8 @@ use leptos::prelude::*;
 use crate::ui::api::{self, ApiError};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format;
-use crate::ui::pages::traces::WorkspaceUrl;
-use crate::wire::{TraceList as List, TraceSummary};
+use crate::ui::url::WorkspaceUrl;
+use treeline_wire::{TraceList as List, TraceSummary};
 
 #[component]
 pub fn TraceList(

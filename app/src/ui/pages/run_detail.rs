@@ -8,7 +8,7 @@ use crate::ui::components::chart::LineChart;
 use crate::ui::components::status::{RunBadge, StatusBadge};
 use crate::ui::components::timeline::Timeline;
 use crate::ui::format;
-use crate::wire::{MetricSeries, RunDetail, TraceSummary};
+use treeline_wire::{MetricSeries, RunDetail, TraceSummary};
 
 /// `/runs/{run_id}`: the run's header, config, metric charts and, on demand, its
 /// traces on the step axis.

@@ -4,7 +4,7 @@ use leptos_router::hooks::use_query_map;
 use crate::ui::api::{self, encode};
 use crate::ui::components::status::RunBadge;
 use crate::ui::format;
-use crate::wire::RunSummary;
+use treeline_wire::RunSummary;
 
 /// `/`: every run, newest first, by project, narrowed by a filter as you type.
 #[component]

@@ -1,0 +1,349 @@
+//! The loaded part of the span tree and the rows it shows: plain data, no signals,
+//! so the keyboard and the loaders can be tested without a browser.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+use treeline_wire::{SpanNode, TraceSummary};
+
+/// What the tree starts from: the trace, its roots, and the children of each node
+/// on the path to a deep-linked span. Built on the server and handed to hydration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Seed {
+    pub run_id: String,
+    pub trace: TraceSummary,
+    /// (parent, children, next cursor); the roots under "".
+    pub levels: Vec<(String, Vec<SpanNode>, Option<String>)>,
+    /// The nodes to open: the path down to the deep-linked span.
+    pub open: Vec<String>,
+}
+
+/// The loaded part of the tree.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Tree {
+    nodes: HashMap<String, SpanNode>,
+    children: HashMap<String, Vec<String>>,
+    cursors: HashMap<String, Option<String>>,
+    expanded: HashSet<String>,
+    loading: HashSet<String>,
+}
+
+/// A drawn row: its index, the row, and its span (for a span row).
+pub(super) type Drawn = (usize, Row, Option<SpanNode>);
+
+/// One line of the tree as drawn.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Row {
+    Node {
+        id: String,
+        depth: usize,
+    },
+    More {
+        parent: String,
+        depth: usize,
+        remaining: i64,
+    },
+    Loading {
+        depth: usize,
+    },
+}
+
+impl Tree {
+    pub(super) fn from_seed(seed: &Seed) -> Tree {
+        let mut tree = Tree::default();
+        for (parent, nodes, cursor) in &seed.levels {
+            tree.add_page(parent, nodes.clone(), cursor.clone());
+        }
+        tree.expanded.extend(seed.open.iter().cloned());
+        tree
+    }
+
+    pub(super) fn add_page(&mut self, parent: &str, nodes: Vec<SpanNode>, cursor: Option<String>) {
+        let list = self.children.entry(parent.to_string()).or_default();
+        for node in nodes {
+            if !self.nodes.contains_key(&node.span_id) {
+                list.push(node.span_id.clone());
+            }
+            self.nodes.insert(node.span_id.clone(), node);
+        }
+        self.cursors.insert(parent.to_string(), cursor);
+        self.loading.remove(parent);
+    }
+
+    /// Drops what was loaded under `parent` for a read that found a particular child.
+    pub(super) fn replace_children(
+        &mut self,
+        parent: &str,
+        nodes: Vec<SpanNode>,
+        cursor: Option<String>,
+    ) {
+        self.children.remove(parent);
+        self.add_page(parent, nodes, cursor);
+    }
+
+    /// Takes a fresh read of the first children of `parent` (as many as were loaded,
+    /// or more): spans that changed or arrived since show up in place, and children
+    /// loaded past that read are kept unless the read was complete.
+    pub(super) fn refresh(&mut self, parent: &str, nodes: Vec<SpanNode>, cursor: Option<String>) {
+        let old = self.children.remove(parent).unwrap_or_default();
+        let mut list: Vec<String> = nodes.iter().map(|n| n.span_id.clone()).collect();
+        if cursor.is_some() {
+            let fresh: HashSet<&String> = list.iter().collect();
+            let tail: Vec<String> = old.into_iter().filter(|id| !fresh.contains(id)).collect();
+            if !tail.is_empty() {
+                // Keep the cursor that continues past the children already loaded.
+                list.extend(tail);
+                self.children.insert(parent.to_string(), list);
+                self.absorb(nodes);
+                return;
+            }
+        }
+        self.children.insert(parent.to_string(), list);
+        self.cursors.insert(parent.to_string(), cursor);
+        self.absorb(nodes);
+    }
+
+    fn absorb(&mut self, nodes: Vec<SpanNode>) {
+        for node in nodes {
+            self.nodes.insert(node.span_id.clone(), node);
+        }
+    }
+
+    /// The parents whose children are on screen (the roots and open nodes), with how
+    /// many children each has loaded. Collapsed nodes forget theirs, to be read
+    /// afresh when opened.
+    pub(super) fn visible_parents(&mut self) -> Vec<(String, usize)> {
+        let expanded = &self.expanded;
+        self.children
+            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
+        self.cursors
+            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
+        self.children
+            .iter()
+            .map(|(parent, ids)| (parent.clone(), ids.len()))
+            .collect()
+    }
+
+    pub(super) fn node(&self, id: &str) -> Option<&SpanNode> {
+        self.nodes.get(id)
+    }
+
+    pub(super) fn has_children(&self, id: &str) -> bool {
+        self.node(id).is_some_and(|n| n.child_count > 0)
+    }
+
+    pub(super) fn is_expanded(&self, id: &str) -> bool {
+        self.expanded.contains(id)
+    }
+
+    /// Whether a first read of `parent`'s children has arrived.
+    pub(super) fn is_loaded(&self, parent: &str) -> bool {
+        self.children.contains_key(parent)
+    }
+
+    /// Where the next read of `parent`'s children starts, if there is more to read.
+    pub(super) fn next_cursor(&self, parent: &str) -> Option<String> {
+        self.cursors.get(parent).cloned().flatten()
+    }
+
+    pub(super) fn set_loading(&mut self, parent: &str, loading: bool) {
+        if loading {
+            self.loading.insert(parent.to_string());
+        } else {
+            self.loading.remove(parent);
+        }
+    }
+
+    /// Opens or closes `id`. True when it opened with no children loaded, which the
+    /// caller then reads.
+    pub(super) fn set_expanded(&mut self, id: &str, open: bool) -> bool {
+        if open {
+            self.expanded.insert(id.to_string());
+        } else {
+            self.expanded.remove(id);
+        }
+        open && !self.is_loaded(id)
+    }
+
+    pub(super) fn expand_all(&mut self, ids: &[String]) {
+        self.expanded.extend(ids.iter().cloned());
+    }
+
+    /// The rows a reader sees, depth first through expanded nodes.
+    pub(super) fn rows(&self) -> Vec<Row> {
+        let mut rows = Vec::new();
+        self.walk("", 0, &mut rows);
+        rows
+    }
+
+    /// The rows in `range` of `rows` with their spans: only these are cloned, however
+    /// many rows the tree has.
+    pub(super) fn drawn(&self, rows: &[Row], range: Range<usize>) -> Vec<Drawn> {
+        let end = range.end.min(rows.len());
+        let start = range.start.min(end);
+        rows[start..end]
+            .iter()
+            .zip(start..)
+            .map(|(row, i)| {
+                let node = match row {
+                    Row::Node { id, .. } => self.node(id).cloned(),
+                    _ => None,
+                };
+                (i, row.clone(), node)
+            })
+            .collect()
+    }
+
+    fn walk(&self, parent: &str, depth: usize, rows: &mut Vec<Row>) {
+        let Some(ids) = self.children.get(parent) else {
+            return;
+        };
+        for id in ids {
+            rows.push(Row::Node {
+                id: id.clone(),
+                depth,
+            });
+            if self.expanded.contains(id) {
+                if self.children.contains_key(id) {
+                    self.walk(id, depth + 1, rows);
+                }
+                if self.loading.contains(id) {
+                    rows.push(Row::Loading { depth: depth + 1 });
+                }
+            }
+        }
+        if self.cursors.get(parent).is_some_and(Option::is_some) {
+            let total = self.nodes.get(parent).map_or(0, |n| n.child_count);
+            let remaining = (total - ids.len() as i64).max(0);
+            rows.push(Row::More {
+                parent: parent.to_string(),
+                depth,
+                remaining,
+            });
+        }
+    }
+}
+
+/// A span of `children` children, for tests here and in the keyboard's.
+#[cfg(test)]
+pub(super) fn test_node(id: &str, children: i64) -> SpanNode {
+    SpanNode {
+        span_id: id.into(),
+        parent_span_id: None,
+        name: id.into(),
+        kind: treeline_wire::SpanKind::Custom,
+        status: treeline_wire::SpanStatus::Ok,
+        start_us: 0,
+        end_us: Some(1),
+        duration_us: Some(1),
+        step: None,
+        rank: None,
+        child_count: children,
+        error_count: 0,
+        token_count: None,
+        orphan: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_node as node;
+    use super::*;
+    use treeline_wire::SpanStatus;
+
+    #[test]
+    fn rows_follow_expanded_nodes_and_offer_more() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 500)], None);
+        tree.add_page(
+            "root",
+            vec![node("a", 0), node("b", 0)],
+            Some("next".into()),
+        );
+        assert_eq!(
+            tree.rows(),
+            vec![Row::Node {
+                id: "root".into(),
+                depth: 0
+            }]
+        );
+        tree.expanded.insert("root".into());
+        let rows = tree.rows();
+        assert_eq!(rows.len(), 4);
+        assert_eq!(
+            rows[3],
+            Row::More {
+                parent: "root".into(),
+                depth: 1,
+                remaining: 498
+            }
+        );
+    }
+
+    #[test]
+    fn opening_asks_for_children_only_the_first_time() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 2)], None);
+        assert!(tree.set_expanded("root", true));
+        tree.set_loading("root", true);
+        assert_eq!(tree.rows()[1], Row::Loading { depth: 1 });
+        tree.add_page("root", vec![node("a", 0), node("b", 0)], None);
+        assert!(!tree.set_expanded("root", false));
+        assert!(!tree.set_expanded("root", true));
+        assert_eq!(tree.rows().len(), 3);
+    }
+
+    #[test]
+    fn a_slice_of_rows_comes_with_its_spans() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 2)], Some("more".into()));
+        tree.expanded.insert("root".into());
+        tree.add_page("root", vec![node("a", 0), node("b", 0)], None);
+        let rows = tree.rows();
+        assert_eq!(rows.len(), 4);
+        let drawn = tree.drawn(&rows, 2..9);
+        let got: Vec<_> = drawn
+            .iter()
+            .map(|(i, _, n)| (*i, n.as_ref().map(|n| n.span_id.as_str())))
+            .collect();
+        // b, then the roots' "load more", which has no span.
+        assert_eq!(got, [(2, Some("b")), (3, None)]);
+        assert!(tree.drawn(&rows, 7..9).is_empty());
+    }
+
+    fn ids(tree: &Tree, parent: &str) -> Vec<String> {
+        tree.children.get(parent).cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_refresh_updates_in_place_and_keeps_children_loaded_past_it() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 2)], None);
+        tree.expanded.insert("root".into());
+        tree.add_page("root", vec![node("a", 0), node("b", 0)], None);
+
+        let mut failed = node("a", 0);
+        failed.status = SpanStatus::Error;
+        tree.refresh("root", vec![failed, node("b", 0), node("c", 0)], None);
+        assert_eq!(ids(&tree, "root"), ["a", "b", "c"]);
+        assert_eq!(tree.node("a").map(|n| n.status), Some(SpanStatus::Error));
+
+        // A read shorter than what was loaded keeps the rest and its cursor.
+        tree.add_page("root", vec![node("d", 0)], Some("after-d".into()));
+        tree.refresh(
+            "root",
+            vec![node("a", 0), node("b", 0)],
+            Some("after-b".into()),
+        );
+        assert_eq!(ids(&tree, "root"), ["a", "b", "c", "d"]);
+        assert_eq!(tree.next_cursor("root").as_deref(), Some("after-d"));
+
+        // Children of a collapsed node are forgotten, to be read again on opening.
+        tree.add_page("a", vec![node("a1", 0)], None);
+        let mut parents = tree.visible_parents();
+        parents.sort();
+        assert_eq!(parents, [(String::new(), 1), ("root".to_string(), 4)]);
+        assert!(!tree.children.contains_key("a"));
+    }
+}

@@ -1,0 +1,143 @@
+//! The tree's rows as drawn: a span, "load more", and a node whose children are
+//! on their way. Each sits at its index (see `window`).
+
+use leptos::prelude::*;
+use leptos::tachys::html::attribute::custom::custom_attribute;
+use treeline_wire::{SpanNode, SpanStatus};
+
+use super::model::{Drawn, Row, Tree};
+use super::window::place;
+use crate::ui::format;
+
+/// What every row reads and calls.
+#[derive(Clone, Copy)]
+pub(super) struct RowCtx {
+    /// The bars' time axis.
+    pub(super) axis: Memo<(i64, i64)>,
+    pub(super) tree: RwSignal<Tree>,
+    pub(super) selected: Memo<Option<String>>,
+    pub(super) focused: RwSignal<Option<String>>,
+    pub(super) on_toggle: Callback<String>,
+    pub(super) on_select: Callback<String>,
+    pub(super) on_more: Callback<String>,
+}
+
+/// Draws one row of the slice in view.
+pub(super) fn draw((index, row, node): Drawn, ctx: RowCtx) -> AnyView {
+    match row {
+        Row::Node { depth, .. } => node
+            .map(|node| view! { <NodeRow node depth index ctx/> }.into_any())
+            .unwrap_or_else(|| ().into_any()),
+        Row::More {
+            parent,
+            depth,
+            remaining,
+        } => view! { <MoreRow parent depth remaining index on_more=ctx.on_more/> }.into_any(),
+        Row::Loading { depth } => view! { <LoadingRow depth index/> }.into_any(),
+    }
+}
+
+#[component]
+fn NodeRow(node: SpanNode, depth: usize, index: usize, ctx: RowCtx) -> impl IntoView {
+    let RowCtx {
+        axis,
+        tree,
+        selected,
+        focused,
+        on_toggle,
+        on_select,
+        ..
+    } = ctx;
+    let id = node.span_id.clone();
+    let has_children = node.child_count > 0;
+    let expanded = {
+        let id = id.clone();
+        Memo::new(move |_| tree.with(|t| t.is_expanded(&id)))
+    };
+    let is_selected = {
+        let id = id.clone();
+        move || selected.get().as_deref() == Some(id.as_str())
+    };
+    let is_focused = {
+        let id = id.clone();
+        move || focused.get().as_deref() == Some(id.as_str())
+    };
+    let (start, end) = (node.start_us, node.end_us);
+    let bar = move || {
+        let (t0, t1) = axis.get();
+        let span = (t1 - t0).max(1) as f64;
+        let left = ((start - t0) as f64 / span * 100.0).clamp(0.0, 100.0);
+        let width = ((end.unwrap_or(t1) - start) as f64 / span * 100.0).clamp(0.0, 100.0 - left);
+        format!("left: {left:.2}%; width: {width:.2}%")
+    };
+    let status = node.status;
+    let duration = match node.duration_us {
+        Some(d) => format::duration(d),
+        None if status == SpanStatus::Running => "running".into(),
+        None => "—".into(),
+    };
+    let toggle_id = id.clone();
+    let select_id = id.clone();
+    view! {
+        <div
+            role="treeitem"
+            id=format!("node-{id}")
+            {..custom_attribute("aria-level", (depth + 1).to_string())}
+            aria-expanded=move || has_children.then(|| expanded.get().to_string())
+            aria-selected=move || is_selected().to_string()
+            class:focused=is_focused
+            style=place(index, depth, 4)
+            on:click=move |_| on_select.run(select_id.clone())
+        >
+            {if has_children {
+                view! {
+                    <button type="button" class="toggle" tabindex="-1" aria-hidden="true"
+                        on:click=move |ev| { ev.stop_propagation(); on_toggle.run(toggle_id.clone()); }>
+                        {move || if expanded.get() { "▾" } else { "▸" }}
+                    </button>
+                }.into_any()
+            } else {
+                view! { <span class="toggle"></span> }.into_any()
+            }}
+            <span class=format!("dot status-{}", status.as_str()) title=status.label()></span>
+            <span class="kind">{node.kind.as_str()}</span>
+            <span class="node-name" title=node.name.clone()>{node.name.clone()}</span>
+            {node.orphan.then(|| view! { <span class="note" title="its parent has not arrived">"orphan"</span> })}
+            {(node.error_count > 0).then(|| view! { <span class="below">{format!("{} failed below", node.error_count)}</span> })}
+            {has_children.then(|| view! { <span class="children" title="children">{format!("{} children", node.child_count)}</span> })}
+            <span class="bar-track" aria-hidden="true">
+                <span class=format!("bar status-{}", status.as_str()) style=bar></span>
+            </span>
+            <span class="dur">{duration}</span>
+        </div>
+    }
+}
+
+/// "load more" under the last loaded child of `parent`.
+#[component]
+fn MoreRow(
+    parent: String,
+    depth: usize,
+    remaining: i64,
+    index: usize,
+    on_more: Callback<String>,
+) -> impl IntoView {
+    view! {
+        <div role="treeitem" {..custom_attribute("aria-level", (depth + 1).to_string())} class="more-row"
+            style=place(index, depth, 24)>
+            <button type="button" class="load-more" on:click=move |_| on_more.run(parent.clone())>
+                {format!("load {} more", remaining.min(200))}
+            </button>
+        </div>
+    }
+}
+
+#[component]
+fn LoadingRow(depth: usize, index: usize) -> impl IntoView {
+    view! {
+        <div role="treeitem" {..custom_attribute("aria-level", (depth + 1).to_string())} aria-busy="true"
+            style=place(index, depth, 24)>
+            <span class="spinner"></span>" loading…"
+        </div>
+    }
+}

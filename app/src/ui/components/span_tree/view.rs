@@ -1,0 +1,188 @@
+//! The span tree's pane: it wires the model, the loaders, the keyboard and the
+//! viewport together and draws the slice of rows in view.
+
+use leptos::prelude::*;
+use treeline_wire::{SpanStatus, TraceSummary};
+
+use super::keys::{self, Key, Nav, Step};
+use super::live;
+use super::load::Loader;
+use super::model::{Row, Seed, Tree};
+use super::rows::{self, RowCtx};
+use super::viewport::Viewport;
+use super::window::{self, ROW};
+use crate::ui::api::ApiError;
+use crate::ui::format;
+use crate::ui::url::WorkspaceUrl;
+
+#[component]
+pub(crate) fn SpanTree(
+    url: Memo<WorkspaceUrl>,
+    seed: Resource<Option<Result<Seed, ApiError>>>,
+    go_to: Callback<WorkspaceUrl>,
+    /// Bumped when a refresh changed the selected span, so the inspector rereads it.
+    refreshed: RwSignal<u32>,
+) -> impl IntoView {
+    view! {
+        <Suspense fallback=|| view! { <p class="loading">"Loading spans…"</p> }>
+            {move || Suspend::new(async move {
+                match seed.await {
+                    None => view! {
+                        <div class="pane-head"><strong>"Spans"</strong></div>
+                        <p class="empty">"Select a trace on the left to see its spans."</p>
+                    }.into_any(),
+                    Some(Err(e)) => view! {
+                        <div class="pane-head"><strong>"Spans"</strong></div>
+                        <p class="error" role="alert">{e.message}</p>
+                    }.into_any(),
+                    Some(Ok(seed)) => view! { <TreeView seed url go_to refreshed/> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn TreeView(
+    seed: Seed,
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    refreshed: RwSignal<u32>,
+) -> impl IntoView {
+    let tree = RwSignal::new(Tree::from_seed(&seed));
+    let loader = Loader::new(tree, seed.run_id.clone(), seed.trace.trace_id.clone());
+    let trace = RwSignal::new(seed.trace.clone());
+    let axis = time_axis(trace);
+    let rows = Memo::new(move |_| tree.with(Tree::rows));
+    let selected = Memo::new(move |_| url.get().span_id);
+    live::refresh_while_running(tree, trace, selected, refreshed);
+    loader.follow(selected);
+    let focused = RwSignal::new(selected.get_untracked());
+    // Open on a deep-linked row.
+    let opening = selected.with_untracked(|s| s.as_deref().and_then(|s| row_of(rows, s)));
+    let viewport = Viewport::new(window::opening_scroll(opening));
+    let slice = viewport.slice(move || rows.with(Vec::len));
+
+    let select = Callback::new(move |id: String| {
+        focused.set(Some(id.clone()));
+        let u = url.get_untracked();
+        let (run, trace) = (
+            u.run_id.clone().unwrap_or_default(),
+            u.trace_id.clone().unwrap_or_default(),
+        );
+        go_to.run(u.with_selection(&run, &trace, Some(&id)));
+    });
+    let toggle = Callback::new(move |id: String| loader.toggle(id));
+    let ctx = RowCtx {
+        axis,
+        tree,
+        selected,
+        focused,
+        on_toggle: toggle,
+        on_select: select,
+        on_more: Callback::new(move |parent: String| loader.more(parent)),
+    };
+    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+        let key = Key::from_dom(&ev.key());
+        let Some(step) = key.and_then(|key| step_for(key, rows, tree, focused)) else {
+            return;
+        };
+        ev.prevent_default();
+        match step {
+            Step::Focus { id, row } => {
+                focused.set(Some(id));
+                viewport.keep_in_view(row);
+            }
+            Step::Expand(id) | Step::Collapse(id) => toggle.run(id),
+            Step::Select(id) => select.run(id),
+            Step::Stay => {}
+        }
+    };
+    // A row's key carries its node, so a refresh redraws exactly the rows that changed.
+    let drawn = move || {
+        let range = slice.get();
+        rows.with(|all| tree.with(|t| t.drawn(all, range)))
+    };
+
+    let name = seed.trace.name;
+    view! {
+        <PaneHead name=name.clone() trace/>
+        <div
+            class="tree-scroll"
+            node_ref=viewport.el
+            role="tree"
+            aria-label=format!("Spans of {name}")
+            tabindex="0"
+            aria-activedescendant=move || focused.get().map(|f| format!("node-{f}")).unwrap_or_default()
+            style="height: calc(100% - 42px); overflow: auto;"
+            on:scroll=move |ev| viewport.on_scroll(&ev)
+            on:keydown=on_key
+        >
+            <div style=move || format!("position: relative; height: {}px;", rows.with(Vec::len) as f64 * ROW)>
+                <For each=drawn key=|item| item.clone() children=move |item| rows::draw(item, ctx)/>
+            </div>
+        </div>
+    }
+}
+
+/// The trace's name, whether it is live, its size, and a link to this view.
+#[component]
+fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
+    view! {
+        <div class="pane-head">
+            <strong class="grow" title=name.clone()>{name.clone()}</strong>
+            {move || (trace.with(|t| t.status) == SpanStatus::Running)
+                .then(|| view! { <span class="live" title="refreshing while the trace runs">"live"</span> })}
+            <span class="muted">{move || format!("{} spans", trace.with(|t| t.span_count))}</span>
+            <button type="button" class="copy" on:click=move |_| copy_location()>"Copy link"</button>
+        </div>
+    }
+}
+
+/// What `key` does to the tree as it is on screen now.
+fn step_for(
+    key: Key,
+    rows: Memo<Vec<Row>>,
+    tree: RwSignal<Tree>,
+    focused: RwSignal<Option<String>>,
+) -> Option<Step> {
+    rows.with_untracked(|rows| {
+        tree.with_untracked(|tree| {
+            let focused = focused.read_untracked();
+            let focused = focused.as_deref();
+            keys::reduce(
+                key,
+                &Nav {
+                    rows,
+                    tree,
+                    focused,
+                },
+            )
+        })
+    })
+}
+
+/// The bars' time axis; a running trace's ends now.
+fn time_axis(trace: RwSignal<TraceSummary>) -> Memo<(i64, i64)> {
+    Memo::new(move |_| {
+        trace.with(|t| {
+            let t0 = t.start_us.unwrap_or(0);
+            (t0, t.end_us.unwrap_or_else(format::now_us).max(t0 + 1))
+        })
+    })
+}
+
+/// Where span `id` is among the rows.
+fn row_of(rows: Memo<Vec<Row>>, id: &str) -> Option<usize> {
+    rows.with_untracked(|r| {
+        r.iter()
+            .position(|row| matches!(row, Row::Node { id: x, .. } if x == id))
+    })
+}
+
+fn copy_location() {
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    if let Some(href) = leptos::web_sys::window().and_then(|w| w.location().href().ok()) {
+        crate::ui::components::copy_text(&href);
+    }
+}
