@@ -162,15 +162,7 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
     let span_id = req_str(obj, "span_id")?;
     check_id(span_id, "span_id")?;
     let ts = req_int(obj, "ts")?;
-    if !crate::limits::timestamp_in_range(ts) {
-        return Err(Invalid::new(
-            "invalid_field",
-            format!(
-                "ts must be between 0 and {} microseconds since 1970",
-                crate::limits::MAX_TIMESTAMP_US
-            ),
-        ));
-    }
+    crate::limits::check_timestamp(ts, "ts")?;
     match op {
         "open" => {
             let parent_span_id = opt_str(obj, "parent_span_id")?;

@@ -22,8 +22,14 @@ pub const METRIC_POINTS_MAX: usize = 100_000;
 /// difference of two accepted timestamps fits an i64 with room to spare.
 pub const MAX_TIMESTAMP_US: i64 = 32_503_680_000_000_000;
 
-/// Whether `ts` is a timestamp the server accepts: not before 1970, not after
-/// [`MAX_TIMESTAMP_US`].
-pub fn timestamp_in_range(ts: i64) -> bool {
-    (0..=MAX_TIMESTAMP_US).contains(&ts)
+/// A timestamp the server accepts: not before 1970, not after [`MAX_TIMESTAMP_US`].
+/// The error names `field`.
+pub fn check_timestamp(ts: i64, field: &str) -> Result<(), crate::Invalid> {
+    if (0..=MAX_TIMESTAMP_US).contains(&ts) {
+        return Ok(());
+    }
+    Err(crate::Invalid::new(
+        "invalid_field",
+        format!("{field} must be between 0 and {MAX_TIMESTAMP_US} microseconds since 1970"),
+    ))
 }

@@ -24,17 +24,8 @@ impl RunUpsert {
                 "name must be at most 256 characters",
             ));
         }
-        if self
-            .start_us
-            .is_some_and(|s| !crate::limits::timestamp_in_range(s))
-        {
-            return Err(Invalid::new(
-                "invalid_field",
-                format!(
-                    "start_us must be between 0 and {} microseconds since 1970",
-                    crate::limits::MAX_TIMESTAMP_US
-                ),
-            ));
+        if let Some(start) = self.start_us {
+            crate::limits::check_timestamp(start, "start_us")?;
         }
         Ok(())
     }
@@ -56,17 +47,8 @@ impl RunFinish {
                 "status must be \"finished\" or \"failed\"",
             ));
         }
-        if self
-            .end_us
-            .is_some_and(|e| !crate::limits::timestamp_in_range(e))
-        {
-            return Err(Invalid::new(
-                "invalid_field",
-                format!(
-                    "end_us must be between 0 and {} microseconds since 1970",
-                    crate::limits::MAX_TIMESTAMP_US
-                ),
-            ));
+        if let Some(end) = self.end_us {
+            crate::limits::check_timestamp(end, "end_us")?;
         }
         Ok(())
     }
