@@ -37,18 +37,22 @@ class MemoryTransport:
         self.attempts = []
         self.script = []
         self.down = False
+        self.retry_after = None
         self.lock = threading.Lock()
         self._answers = {}
 
     def send(self, method, path, body, content_encoding=None, idempotency_key=None):
         with self.lock:
             self.attempts.append((method, path, idempotency_key))
+            self.retry_after = None
             if self.down:
                 raise Unreachable("down")
             if self.script:
                 outcome = self.script.pop(0)
                 if outcome == "down":
                     raise Unreachable("down")
+                if isinstance(outcome, tuple):  # (status, Retry-After seconds)
+                    outcome, self.retry_after = outcome
                 return outcome, {"error": {"code": "test", "message": "scripted"}}
             if idempotency_key in self._answers:
                 return 200, self._answers[idempotency_key]

@@ -71,6 +71,24 @@ def test_retries_reuse_the_idempotency_key(make_run, transport):
     assert len(transport.events()) == 2
 
 
+def test_a_503_with_retry_after_is_retried_no_sooner_than_asked(make_run, transport):
+    run = make_run()
+    sender = run._sender
+    sender.backoff = 0.01
+    run.flush()
+    waits = []
+    real_wait = sender._sleep.wait
+    sender._sleep.wait = lambda delay=None: (waits.append(delay), real_wait(0))[1]
+    transport.script = [(503, 2), 503]
+    with run.trace("shed"):
+        pass
+    assert run.flush()
+    assert len(transport.events()) == 2
+    # The backoff alone would wait about 0.01 s, then 0.02 s; the server asked 2 s.
+    assert waits[0] >= 2
+    assert waits[1] < 1
+
+
 def test_a_refused_batch_is_dropped_not_spooled(make_run, transport):
     run = make_run()
     run.flush()

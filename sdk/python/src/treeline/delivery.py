@@ -267,7 +267,10 @@ class Sender:
                 self._last_probe = time.monotonic()
                 return None
             delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
-            self._sleep.wait(delay * (0.5 + coin() / 2))
+            delay *= 0.5 + coin() / 2
+            # A server shedding load says when to come back: never sooner.
+            asked = getattr(self.transport, "retry_after", None)
+            self._sleep.wait(max(delay, asked or 0))
 
     def _replay(self):
         self._last_probe = time.monotonic()

@@ -47,6 +47,8 @@ class Transport:
         self.url = url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        # Seconds the last answer asked the client to wait (Retry-After), or None.
+        self.retry_after = None
         # One opener, built here: urlopen() builds a new one per call, creating an SSL
         # context each time even for http; a fork taken mid-way (a worker started while
         # the sender runs) would leave the child stuck on OpenSSL's locks.
@@ -71,10 +73,12 @@ class Transport:
             headers["Authorization"] = "Bearer " + self.api_key
         # HTTPError is a URLError, so it must be caught first (below it is).
         req = urllib.request.Request(self.url + path, data=body, headers=headers, method=method)
+        self.retry_after = None
         try:
             with self._opener.open(req, timeout=self.timeout) as resp:
                 return resp.status, _parse(resp.read())
         except urllib.error.HTTPError as err:
+            self.retry_after = retry_after(err.headers.get("Retry-After"))
             try:
                 payload = _parse(err.read())
             except Exception:
@@ -90,6 +94,15 @@ def _parse(data):
     try:
         return json.loads(data)
     except ValueError:
+        return None
+
+
+def retry_after(value):
+    """The whole seconds a Retry-After header asks for, at most 60; None when it
+    asks for nothing this client understands (an HTTP date, say)."""
+    try:
+        return min(60, max(0, int(str(value).strip())))
+    except (TypeError, ValueError):
         return None
 
 
