@@ -89,6 +89,44 @@ def test_a_503_with_retry_after_is_retried_no_sooner_than_asked(make_run, transp
     assert waits[1] < 1
 
 
+def test_a_poison_batch_in_the_spool_is_set_aside_and_the_rest_delivered(tmp_path, transport,
+                                                                          monkeypatch):
+    from treeline import spool as spool_mod
+    from treeline.spool import Request
+    monkeypatch.setattr(spool_mod, "MAX_ANSWERED_TRIES", 3)
+    spool = Spool(str(tmp_path / "r1"), url="memory://")
+    poison = json.dumps({"points": [{"key": "poison", "step": 1, "value": 1.0}]}).encode()
+    good = json.dumps({"points": [{"key": "good", "step": 1, "value": 2.0}]}).encode()
+    spool.write(Request("POST", "/api/runs/r1/metrics", poison, None, "k-poison", "metrics"))
+    spool.write(Request("POST", "/api/runs/r1/metrics", good, None, "k-good", "metrics"))
+    # The server keeps answering the first batch with a 500; it is retried, then set
+    # aside, and the batch behind it goes through.
+    transport.script = [500, 500, 500]
+    assert spool.replay(transport) == (0, 2)
+    assert spool.replay(transport) == (0, 2)
+    assert spool.replay(transport) == (1, 0)
+    assert spool.set_aside == 1
+    assert [p["key"] for p in transport.points()] == ["good"]
+    assert len(glob.glob(str(tmp_path / "r1" / "*.rejected"))) == 1
+    assert not glob.glob(str(tmp_path / "r1" / "*.tries"))
+    assert spool.pending() == []
+
+
+def test_a_spool_waits_without_limit_while_the_server_is_down(tmp_path, transport,
+                                                              monkeypatch):
+    from treeline import spool as spool_mod
+    from treeline.spool import Request
+    monkeypatch.setattr(spool_mod, "MAX_ANSWERED_TRIES", 2)
+    spool = Spool(str(tmp_path / "r1"), url="memory://")
+    spool.write(Request("POST", "/api/runs/r1/metrics", b'{"points": []}', None, "k1", "metrics"))
+    transport.down = True
+    for _ in range(5):
+        assert spool.replay(transport) == (0, 1)
+    transport.down = False
+    assert spool.replay(transport) == (1, 0)
+    assert spool.set_aside == 0
+
+
 def test_a_refused_batch_is_dropped_not_spooled(make_run, transport):
     run = make_run()
     run.flush()

@@ -15,6 +15,12 @@ from .transport import Unreachable, retryable
 
 log = logging.getLogger("treeline")
 SUFFIX = ".tlspool"
+# A spooled request the server answers but will not take (a 5xx it keeps giving, a
+# revoked key's 401) is set aside after this many answers, or this long after the
+# first, so one poison batch cannot hold back everything behind it. No answer at all
+# (the server down) never counts: that data waits for as long as it takes.
+MAX_ANSWERED_TRIES = 20
+MAX_ANSWERED_AGE_S = 3600.0
 
 
 class Request:
@@ -34,6 +40,7 @@ class Spool:
         self._lock = threading.Lock()
         self.bytes = sum(size for _, size in _listing(directory))
         self.dropped = 0
+        self.set_aside = 0
 
     def pending(self):
         return [path for path, _ in _listing(self.dir)]
@@ -81,6 +88,8 @@ class Spool:
                 return sent, len(files) - i
             if outcome == "sent":
                 sent += 1
+            if outcome == "poison":
+                self.set_aside += 1
         self.bytes = sum(size for _, size in _listing(self.dir))
         return sent, 0
 
@@ -96,7 +105,8 @@ def read_file(path):
 
 def replay_file(path, transport, handle=None):
     """'sent', 'rejected' (the server refused it for good; kept as .rejected for a
-    person to look at), 'gone' (another process replayed it) or 'wait'."""
+    person to look at), 'poison' (answered with a retryable error too often or too
+    long; also kept as .rejected), 'gone' (another process replayed it) or 'wait'."""
     try:
         _, req = read_file(path)
     except FileNotFoundError:
@@ -110,22 +120,57 @@ def replay_file(path, transport, handle=None):
     except Unreachable:
         return "wait"
     if retryable(status):
-        return "wait"
+        tries, first = _count_answer(path)
+        if tries < MAX_ANSWERED_TRIES and time.time() - first < MAX_ANSWERED_AGE_S:
+            return "wait"
+        err = (payload or {}).get("error", {}) if isinstance(payload, dict) else {}
+        log.warning("treeline: the server answered a spooled %s batch with HTTP %d (%s) "
+                    "%d times since %s; set aside as %s so the rest can go",
+                    req.what, status, err.get("code", "?"), tries,
+                    time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)),
+                    path[: -len(SUFFIX)] + ".rejected")
+        _set_aside(path)
+        return "poison"
     if handle is not None:
         handle(req, status, payload)
     if status >= 400:
         _set_aside(path)
         return "rejected"
-    try:
-        os.remove(path)
-    except FileNotFoundError:
-        pass
+    for done in (path, path + ".tries"):
+        try:
+            os.remove(done)
+        except FileNotFoundError:
+            pass
     return "sent"
+
+
+def _count_answer(path):
+    """Counts one more retryable answer for a spooled file, in a `.tries` file beside
+    it: (answers so far, time of the first)."""
+    tries_path = path + ".tries"
+    tries, first = 0, time.time()
+    try:
+        with open(tries_path) as f:
+            saved = json.load(f)
+        tries, first = int(saved["tries"]), float(saved["first"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    tries += 1
+    try:
+        with open(tries_path, "w") as f:
+            json.dump({"tries": tries, "first": first}, f)
+    except OSError:
+        pass
+    return tries, first
 
 
 def _set_aside(path):
     try:
         os.replace(path, path[: -len(SUFFIX)] + ".rejected")
+    except OSError:
+        pass
+    try:
+        os.remove(path + ".tries")
     except OSError:
         pass
 

@@ -61,16 +61,20 @@ def main(argv=None):
     if not dirs:
         print("treeline-sync: nothing to send in %s" % args.dir)
         return 0
-    total_sent = total_left = 0
+    total_sent = total_left = total_aside = 0
     for directory in dirs:
         url = _url_for(directory, args.url)
         spool = Spool(directory, url=url)
         sent, left = spool.replay(Transport(url, args.api_key, args.timeout), _report)
         total_sent += sent
         total_left += left
-        state = "done" if not left else "%d left (server unreachable)" % left
-        print("treeline-sync: %s -> %s: sent %d, %s" % (directory, url, sent, state))
-    print("treeline-sync: sent %d request(s), %d left" % (total_sent, total_left))
+        total_aside += spool.set_aside
+        state = "done" if not left else "%d left (the server cannot take them yet)" % left
+        aside = (", %d set aside as .rejected after the server kept failing them"
+                 % spool.set_aside) if spool.set_aside else ""
+        print("treeline-sync: %s -> %s: sent %d%s, %s" % (directory, url, sent, aside, state))
+    print("treeline-sync: sent %d request(s), %d set aside, %d left"
+          % (total_sent, total_aside, total_left))
     return 0 if total_left == 0 else 1
 
 
