@@ -141,12 +141,8 @@ pub fn main() -> ExitCode {
 async fn serve_command(args: ServeArgs) -> Outcome {
     let url = args.database_url();
     if url.starts_with("sqlite:") {
-        std::fs::create_dir_all(&args.data_dir).map_err(|e| {
-            format!(
-                "cannot create data directory {}: {e}",
-                args.data_dir.display()
-            )
-        })?;
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
     }
     let store = store::open(&url)
         .await
@@ -223,7 +219,7 @@ fn prune_idempotency_keys(store: Arc<dyn store::Store>) {
             let before = crate::http::now_us().saturating_sub(IDEMPOTENCY_WINDOW_US);
             match store.idempotency_prune(before).await {
                 Ok(n) => tracing::debug!(pruned = n, "old idempotency keys removed"),
-                Err(e) => tracing::warn!(error = %crate::http::error::chain(&e),
+                Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
                     "old idempotency keys could not be removed; retrying in 10 minutes"),
             }
         }

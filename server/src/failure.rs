@@ -1,5 +1,6 @@
 //! The error of a command (`serve`, `demo`, `bench`): what was being done, and the
-//! error underneath, kept as a source so the whole chain is printed.
+//! error underneath, kept as a source so the whole chain is printed; and [`chain`],
+//! how any error is written to the log.
 
 use std::error::Error;
 
@@ -22,14 +23,20 @@ impl Failure {
 
     /// The failure and its sources, outermost first, as one line.
     pub fn report(&self) -> String {
-        crate::http::error::chain(self)
+        chain(self)
     }
 }
 
-impl From<String> for Failure {
-    fn from(context: String) -> Self {
-        Failure::msg(context)
+/// An error and its sources, outermost first, as one line for the log.
+pub fn chain(e: &(dyn Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
     }
+    text
 }
 
 /// Says what was being done when an error happened.

@@ -1,7 +1,7 @@
 //! `treeline bench ingest`: end-to-end ingest throughput through the HTTP API and the
 //! Rust client, on a server of its own (or the one `--url` names).
 
-use crate::failure::Outcome;
+use crate::failure::{Context, Outcome};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -89,7 +89,7 @@ pub async fn ingest(args: IngestArgs) -> Outcome {
             },
         )
         .await
-        .map_err(|e| e.to_string())?;
+        .context("creating the benchmark's run")?;
     print!(
         "encoding {} events in batches of {}… ",
         args.events, args.batch
@@ -138,8 +138,8 @@ pub async fn ingest(args: IngestArgs) -> Outcome {
     for task in tasks {
         latencies.extend(
             task.await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?,
+                .context("a benchmark writer stopped")?
+                .context("a benchmark writer's batch failed")?,
         );
     }
     let elapsed = started.elapsed();

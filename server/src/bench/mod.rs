@@ -6,7 +6,7 @@ mod query;
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 
-use crate::failure::Outcome;
+use crate::failure::{Context, Outcome};
 use std::time::Duration;
 
 use crate::http::AppState;
@@ -15,15 +15,17 @@ use crate::{serve, store};
 /// Starts a server of the benchmark's own on a free loopback port, on `url` or on
 /// SQLite in a temporary directory (kept alive by the returned guard).
 pub async fn start_server(url: Option<String>) -> Outcome<(String, Option<tempfile::TempDir>)> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
     let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
     let store = store::open(&url)
         .await
-        .map_err(|e| format!("cannot open {url}: {e}"))?;
+        .with_context(|| format!("cannot open {url}"))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| e.to_string())?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        .context("cannot listen on a loopback port")?;
+    let addr = listener
+        .local_addr()
+        .context("cannot read the listening address")?;
     let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
     tokio::spawn(async move { axum::serve(listener, app).await });
     println!(

@@ -82,8 +82,9 @@ async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Outc
     let parsed = events
         .iter()
         .enumerate()
-        .map(|(i, e)| parse_event(e).map(|(ev, _)| (i, ev)).map_err(|e| e.message))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|(i, e)| parse_event(e).map(|(ev, _)| (i, ev)))
+        .collect::<Result<Vec<_>, _>>()
+        .context("a generated event is invalid")?;
     store
         .write_events(run, parsed, now)
         .await
@@ -102,7 +103,7 @@ async fn build(store: &dyn Store, traces: usize) -> Outcome {
         store
             .upsert_run(&run_id(r), &run, now)
             .await
-            .map_err(|e| e.to_string())?;
+            .with_context(|| format!("creating run {}", run_id(r)))?;
     }
     // Traces go round-robin over the runs; run 0 gets two per step over 5,000 steps.
     let per_batch = 500;
@@ -157,19 +158,19 @@ async fn build(store: &dyn Store, traces: usize) -> Outcome {
 async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
     let request = Request::get(path)
         .body(Body::empty())
-        .map_err(|e| e.to_string())?;
+        .with_context(|| format!("building GET {path}"))?;
     let started = Instant::now();
     let response = api
         .clone()
         .oneshot(request)
         .await
-        .map_err(|e| e.to_string())?;
+        .with_context(|| format!("GET {path}"))?;
     let status = response.status();
     let body = response
         .into_body()
         .collect()
         .await
-        .map_err(|e| e.to_string())?
+        .with_context(|| format!("reading the answer to GET {path}"))?
         .to_bytes();
     let elapsed = started.elapsed();
     if !status.is_success() {
@@ -190,23 +191,25 @@ pub async fn query(args: QueryArgs) -> Outcome {
     let url = match &args.database_url {
         Some(u) => u.clone(),
         None => {
-            std::fs::create_dir_all(&args.data_dir).map_err(|e| e.to_string())?;
+            std::fs::create_dir_all(&args.data_dir).with_context(|| {
+                format!("cannot create data directory {}", args.data_dir.display())
+            })?;
             format!("sqlite:{}", args.data_dir.join("query.db").display())
         }
     };
     let store = store::open(&url)
         .await
-        .map_err(|e| format!("cannot open {url}: {e}"))?;
+        .with_context(|| format!("cannot open {url}"))?;
     let have = store
         .reads()
         .get_run(&run_id(1))
         .await
-        .map_err(|e| e.to_string())?;
+        .context("reading the benchmark store")?;
     let built = store
         .reads()
         .get_trace(&run_id(1), BIG_TRACE)
         .await
-        .map_err(|e| e.to_string())?
+        .context("reading the benchmark store")?
         .is_some();
     if have.is_none() || !built {
         println!("building the benchmark store at {url} (once; reused afterwards)");

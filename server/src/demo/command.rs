@@ -46,11 +46,8 @@ pub async fn run_command(args: DemoArgs) -> Outcome {
             if args.reset {
                 reset(&args.data_dir)?;
             }
-            std::fs::create_dir_all(&args.data_dir).map_err(|e| {
-                format!(
-                    "cannot create data directory {}: {e}",
-                    args.data_dir.display()
-                )
+            std::fs::create_dir_all(&args.data_dir).with_context(|| {
+                format!("cannot create data directory {}", args.data_dir.display())
             })?;
             let url = format!(
                 "sqlite:{}",
@@ -58,7 +55,7 @@ pub async fn run_command(args: DemoArgs) -> Outcome {
             );
             let store = store::open(&url)
                 .await
-                .map_err(|e| format!("cannot open the database: {e}"))?;
+                .context("cannot open the database")?;
             let (base, server) = spawn_api_server(store).await?;
             let result = load(&Client::new(&base), &options, &mut stderr_bar()).await;
             server.abort();
@@ -88,8 +85,10 @@ pub async fn spawn_api_server(
 ) -> Outcome<(String, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .map_err(|e| e.to_string())?;
-    let addr: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
+        .context("cannot listen on a loopback port")?;
+    let addr: SocketAddr = listener
+        .local_addr()
+        .context("cannot read the listening address")?;
     let app = axum::Router::new().nest(
         treeline_wire::routes::API_PREFIX,
         crate::http::router(AppState::new(store)),

@@ -12,7 +12,7 @@ mod rng;
 mod text;
 mod trace;
 
-use crate::failure::{Failure, Outcome};
+use crate::failure::{Context, Failure, Outcome};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -173,12 +173,12 @@ pub async fn load(
         client
             .put_run(run_id, &plan.upsert)
             .await
-            .map_err(|e| format!("cannot create run {run_id}: {e}"))?;
+            .with_context(|| format!("cannot create run {run_id}"))?;
         for points in plan.metrics.chunks(batch) {
             let reply = client
                 .send_metrics(run_id, points)
                 .await
-                .map_err(|e| format!("cannot send metrics of {run_id}: {e}"))?;
+                .with_context(|| format!("cannot send metrics of {run_id}"))?;
             check(run_id, &reply)?;
             sent += points.len();
             progress(sent, total);
@@ -203,7 +203,7 @@ pub async fn load(
             client
                 .finish_run(run_id, finish)
                 .await
-                .map_err(|e| format!("cannot finish run {run_id}: {e}"))?;
+                .with_context(|| format!("cannot finish run {run_id}"))?;
         }
         runs.push(RunLoaded {
             run_id: run_id.to_string(),
@@ -227,7 +227,7 @@ async fn send(client: &Client, run_id: &str, events: &[Value]) -> Outcome {
     let reply = client
         .send_events(run_id, events)
         .await
-        .map_err(|e| format!("cannot send events of {run_id}: {e}"))?;
+        .with_context(|| format!("cannot send events of {run_id}"))?;
     check(run_id, &reply)
 }
 

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use treeline_wire::{ErrorBody, ErrorDetail, Invalid};
 
+use crate::failure::chain;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -138,16 +139,4 @@ impl IntoResponse for ApiError {
         }
         response
     }
-}
-
-/// An error and its sources, outermost first, as one line for the log.
-pub fn chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

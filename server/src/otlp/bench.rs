@@ -2,7 +2,7 @@
 //! and visible through the query API, on a server of its own (or the one `--url`
 //! names).
 
-use crate::failure::{Failure, Outcome};
+use crate::failure::{Context, Failure, Outcome};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -149,16 +149,23 @@ async fn send(http: &reqwest::Client, url: &str, body: Vec<u8>, gzip: bool) -> O
     if gzip {
         request = request.header("content-encoding", "gzip");
     }
-    let response = request.send().await.map_err(|e| e.to_string())?;
+    let response = request
+        .send()
+        .await
+        .with_context(|| format!("POST {url}"))?;
     let status = response.status();
-    let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+    let bytes = response
+        .bytes()
+        .await
+        .with_context(|| format!("reading the answer to POST {url}"))?;
     if !status.is_success() {
         return Err(Failure::msg(format!(
             "{status}: {}",
             String::from_utf8_lossy(&bytes)
         )));
     }
-    let reply = ExportTraceServiceResponse::decode(&bytes[..]).map_err(|e| e.to_string())?;
+    let reply = ExportTraceServiceResponse::decode(&bytes[..])
+        .context("the answer is not an OTLP ExportTraceServiceResponse")?;
     match reply.partial_success {
         Some(p) if p.rejected_spans > 0 => Err(Failure::msg(format!(
             "{} spans rejected: {}",
@@ -183,10 +190,10 @@ async fn visible(http: &reqwest::Client, base: &str, run_id: &str) -> Outcome<(i
             .get(&url)
             .send()
             .await
-            .map_err(|e| e.to_string())?
+            .with_context(|| format!("GET {url}"))?
             .json()
             .await
-            .map_err(|e| e.to_string())?;
+            .with_context(|| format!("reading the answer to GET {url}"))?;
         let list = page["traces"].as_array().cloned().unwrap_or_default();
         traces += list.len();
         spans += list
@@ -216,7 +223,7 @@ pub async fn otlp(args: OtlpArgs) -> Outcome {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .build()
-        .map_err(|e| e.to_string())?;
+        .context("cannot build the HTTP client")?;
     let url = format!("{base}/v1/traces");
 
     let next = Arc::new(AtomicUsize::new(0));
@@ -239,7 +246,7 @@ pub async fn otlp(args: OtlpArgs) -> Outcome {
     }
     let mut latencies: Vec<Duration> = Vec::new();
     for task in tasks {
-        latencies.extend(task.await.map_err(|e| e.to_string())??);
+        latencies.extend(task.await.context("a benchmark writer stopped")??);
     }
     let sent = started.elapsed();
     let deadline = Instant::now() + Duration::from_secs(120);

@@ -82,14 +82,25 @@ impl StoreError {
 fn is_transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => true,
-        sqlx::Error::Database(db) => matches!(
-            db.code().as_deref(),
-            // SQLite: BUSY, LOCKED (and their extended codes' primary byte).
-            Some("5" | "6" | "261" | "517" | "262" | "518")
-            // PostgreSQL: serialization failure, deadlock, too many connections,
-            // the server shutting down, cannot connect now.
-            | Some("40001" | "40P01" | "53300" | "57P01" | "57P02" | "57P03")
-        ),
+        sqlx::Error::Database(db) => {
+            if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                // The primary result code: BUSY or LOCKED, whatever the extended one.
+                let primary = db
+                    .code()
+                    .and_then(|c| c.parse::<i32>().ok())
+                    .map(|c| c & 0xff);
+                matches!(primary, Some(5 | 6))
+            } else if let Some(e) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                // Serialization failure, deadlock, too many connections, the server
+                // shutting down or not yet accepting connections.
+                matches!(
+                    e.code(),
+                    "40001" | "40P01" | "53300" | "57P01" | "57P02" | "57P03"
+                )
+            } else {
+                false
+            }
+        }
         _ => false,
     }
 }

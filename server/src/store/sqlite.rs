@@ -227,7 +227,7 @@ async fn write_group(writer: SqlitePool, jobs: Vec<BatchJob>) {
             }
         }
         Err(e) => {
-            tracing::error!(error = %crate::http::error::chain(&e), batches = replies.len(),
+            tracing::error!(error = %crate::failure::chain(&e), batches = replies.len(),
                 "a group write failed; none of its batches was kept");
             let shared = std::sync::Arc::new(e);
             for reply in replies {
