@@ -1,22 +1,20 @@
 //! What differs between the two databases' SQL, named in one place. Everything else
 //! in the store is written once, generic over [`Dialect`].
 
+use std::fmt::Write as _;
 use std::future::Future;
-
-use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
 use std::marker::PhantomData;
 
-use sqlx::postgres::PgArguments;
+use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
-use sqlx::sqlite::SqliteArguments;
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Pool, Postgres, Sqlite};
 
 use super::rows::DbRow;
 
 /// One bound value. Values are bound where the database is a concrete type, so
 /// generic code needs no per-type encoding bounds.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Arg<'a> {
     Owned(String),
     Int(i64),
@@ -69,28 +67,22 @@ impl<'a> From<&'a Option<String>> for Arg<'a> {
     }
 }
 
-/// `.bind()` for each kind of [`Arg`], on a concrete database's query.
-macro_rules! bind_arg {
-    ($q:expr, $arg:expr) => {
-        match $arg {
-            Arg::Owned(v) => $q.bind(v),
-            Arg::Int(v) => $q.bind(v),
-            Arg::OptInt(v) => $q.bind(v),
-            Arg::Float(v) => $q.bind(v),
-            Arg::OptFloat(v) => $q.bind(v),
-            Arg::Bool(v) => $q.bind(v),
-            Arg::Text(v) => $q.bind(v),
-            Arg::OptText(v) => $q.bind(v),
-        }
-    };
-}
-
-/// `sqlx::query` of a [`Sql`]'s text with its arguments bound.
+/// `sqlx::query` of a [`Sql`]'s text with its arguments bound by reference (an
+/// owned text is not copied again), on a concrete database.
 macro_rules! bound_query {
     ($sql:expr) => {{
         let mut q = sqlx::query(&$sql.text);
         for arg in &$sql.args {
-            q = bind_arg!(q, arg.clone());
+            q = match arg {
+                Arg::Owned(v) => q.bind(v.as_str()),
+                Arg::Int(v) => q.bind(*v),
+                Arg::OptInt(v) => q.bind(*v),
+                Arg::Float(v) => q.bind(*v),
+                Arg::OptFloat(v) => q.bind(*v),
+                Arg::Bool(v) => q.bind(*v),
+                Arg::Text(v) => q.bind(*v),
+                Arg::OptText(v) => q.bind(*v),
+            };
         }
         q
     }};
@@ -153,21 +145,14 @@ impl<'a, DB: Dialect> Sql<'a, DB> {
     }
 }
 
-impl<'a> Sql<'a, Sqlite> {
-    /// Appends `other`'s statement after this one (SQLite runs several statements
-    /// in one execution; its placeholders are positional).
-    pub fn append(&mut self, other: Sql<'a, Sqlite>) {
-        self.text.push_str(&other.text);
-        self.args.extend(other.args);
-    }
-
+impl Sql<'_, Sqlite> {
     /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
         bound_query!(self)
     }
 }
 
-impl<'a> Sql<'a, Postgres> {
+impl Sql<'_, Postgres> {
     /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Postgres, PgArguments> {
         bound_query!(self)
@@ -258,8 +243,7 @@ impl Dialect for Postgres {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
 
     fn placeholder(n: usize, out: &mut String) {
-        out.push('$');
-        out.push_str(&n.to_string());
+        let _ = write!(out, "${n}"); // writing to a String cannot fail
     }
 
     execution!(PgRow, sqlx::PgConnection);

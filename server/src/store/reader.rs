@@ -8,7 +8,7 @@ use treeline_wire::{
 };
 
 use super::cursor::page_cursor;
-use super::dialect::{Arg, Dialect, Sql};
+use super::dialect::{Dialect, Sql};
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::{Cursor, StoreError, StoreResult, TraceQuery, TraceSort};
 
@@ -69,6 +69,13 @@ pub struct Reader<DB: Dialect> {
     pool: Pool<DB>,
 }
 
+/// The order of a keyset page: its columns (a sort value, then ids that make each
+/// row's position unique) and direction. A cursor holds one value per column.
+struct Keyset<'k> {
+    columns: &'k [&'k str],
+    descending: bool,
+}
+
 impl<DB: Dialect> Reader<DB> {
     pub fn new(pool: Pool<DB>) -> Self {
         Reader { pool }
@@ -82,65 +89,43 @@ impl<DB: Dialect> Reader<DB> {
         Ok(self.rows(q).await?.into_iter().next())
     }
 
-    /// One keyset page of `q` ordered by `columns` (a value, then an id): the rows
-    /// past `cursor`, and the cursor of the next page if more follow.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "a page is all of these, each by name"
-    )]
+    /// One page of `q` in `order`: the rows past `cursor`, and the cursor of the
+    /// next page if more follow (`key` gives a row's cursor).
     async fn page<'a, T>(
         &self,
         mut q: Sql<'a, DB>,
-        columns: &str,
-        descending: bool,
-        cursor: Option<&'a Cursor>,
-        limit: usize,
-        read: fn(&DB::Row) -> StoreResult<T>,
-        key: for<'t> fn(&'t T) -> (i64, &'t str),
+        order: Keyset<'_>,
+        (cursor, limit): (Option<&'a Cursor>, usize),
+        read: impl Fn(&DB::Row) -> StoreResult<T>,
+        key: impl Fn(&T) -> Cursor,
     ) -> StoreResult<(Vec<T>, Option<String>)> {
-        let (cmp, dir) = if descending {
+        let (cmp, dir) = if order.descending {
             ("<", " DESC")
         } else {
             (">", "")
         };
         if let Some(c) = cursor {
-            push(&mut q, &format!(" AND ({columns}) {cmp} ("), c.value);
-            push(&mut q, ", ", &c.a);
+            q.push(format!(" AND ({}) {cmp} (", order.columns.join(", ")))
+                .bind(c.value)
+                .push(", ")
+                .bind(&c.a);
+            if order.columns.len() > 2 {
+                q.push(", ").bind(&c.b);
+            }
             q.push(")");
         }
-        let order: Vec<String> = columns.split(", ").map(|c| format!("{c}{dir}")).collect();
-        push(
-            &mut q,
-            &format!(" ORDER BY {} LIMIT ", order.join(", ")),
-            page_limit(limit),
-        );
+        let by: Vec<String> = order.columns.iter().map(|c| format!("{c}{dir}")).collect();
+        q.push(format!(" ORDER BY {} LIMIT ", by.join(", ")))
+            .bind(page_limit(limit));
         let mut items = self
             .rows(q)
             .await?
             .iter()
             .map(read)
             .collect::<StoreResult<Vec<T>>>()?;
-        let next_cursor = page_cursor(&mut items, limit, |t| {
-            let (value, id) = key(t);
-            Cursor {
-                value,
-                a: id.to_string(),
-                b: String::new(),
-            }
-        });
+        let next_cursor = page_cursor(&mut items, limit, key);
         Ok((items, next_cursor))
     }
-}
-
-/// A query that starts with `sql`.
-fn sql<'a, DB: Dialect>(text: impl Into<String>) -> Sql<'a, DB> {
-    Sql::new(text)
-}
-
-/// Pushes `sql` then binds `arg`: the shape of most conditions.
-fn push<'a, DB: Dialect>(q: &mut Sql<'a, DB>, sql: &str, arg: impl Into<Arg<'a>>) {
-    q.push(sql);
-    q.bind(arg);
 }
 
 #[async_trait]
@@ -148,7 +133,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
     async fn list_projects(&self) -> StoreResult<ProjectList> {
         // CAST: PostgreSQL's SUM of a bigint is a numeric.
         let rows = self
-            .rows(sql(
+            .rows(Sql::new(
                 "SELECT project, COUNT(*) AS runs, CAST(SUM(trace_count) AS BIGINT) AS traces,
                         MAX(updated_us) AS updated_us
                    FROM runs GROUP BY project ORDER BY MAX(updated_us) DESC",
@@ -174,29 +159,29 @@ impl<DB: Dialect> Reads for Reader<DB> {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<RunList> {
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {} FROM runs WHERE 1 = 1",
             rows::RUN_COLUMNS
         ));
         if let Some(p) = project {
-            push(&mut q, " AND project = ", p);
+            q.push(" AND project = ").bind(p);
         }
+        let order = Keyset {
+            columns: &["start_us", "run_id"],
+            descending: true,
+        };
         let (runs, next_cursor) = self
-            .page(
-                q,
-                "start_us, run_id",
-                true,
-                cursor,
-                limit,
-                rows::run_summary,
-                |r| (r.start_us, &r.run_id),
-            )
+            .page(q, order, (cursor, limit), rows::run_summary, |r| Cursor {
+                value: r.start_us,
+                a: r.run_id.clone(),
+                b: String::new(),
+            })
             .await?;
         Ok(RunList { runs, next_cursor })
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>> {
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {}, config FROM runs WHERE run_id = ",
             rows::RUN_COLUMNS
         ));
@@ -204,9 +189,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };
-        let mut q = sql("SELECT DISTINCT key FROM metric_points WHERE run_id = ");
-        push(&mut q, "", run_id);
-        q.push(" ORDER BY key");
+        let mut q = Sql::new("SELECT DISTINCT key FROM metric_points WHERE run_id = ");
+        q.bind(run_id).push(" ORDER BY key");
         let metric_keys = self
             .rows(q)
             .await?
@@ -217,10 +201,11 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 
     async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>> {
-        let mut q = sql("SELECT step, value FROM metric_points WHERE run_id = ");
-        push(&mut q, "", run_id);
-        push(&mut q, " AND key = ", key);
-        q.push(" ORDER BY step");
+        let mut q = Sql::new("SELECT step, value FROM metric_points WHERE run_id = ");
+        q.bind(run_id)
+            .push(" AND key = ")
+            .bind(key)
+            .push(" ORDER BY step");
         self.rows(q)
             .await?
             .iter()
@@ -236,89 +221,67 @@ impl<DB: Dialect> Reads for Reader<DB> {
             TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
             TraceSort::Errors => "t.error_count",
         };
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value
                FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1"
         ));
         if let Some(run_id) = &query.run_id {
-            push(&mut q, " AND t.run_id = ", run_id);
+            q.push(" AND t.run_id = ").bind(run_id);
         }
         if let Some(project) = &query.project {
-            push(&mut q, " AND t.project = ", project);
+            q.push(" AND t.project = ").bind(project);
         }
         if !query.statuses.is_empty() {
             q.push(" AND t.status IN (");
             for (i, s) in query.statuses.iter().enumerate() {
-                push(&mut q, if i == 0 { "" } else { ", " }, s.as_str());
+                q.push(if i == 0 { "" } else { ", " }).bind(s.as_str());
             }
             q.push(")");
         }
         if query.kinds != 0 {
-            push(&mut q, " AND (t.kinds & ", query.kinds);
-            q.push(") <> 0");
+            q.push(" AND (t.kinds & ").bind(query.kinds).push(") <> 0");
         }
-        if let Some(v) = query.since_us {
-            push(&mut q, " AND t.updated_us >= ", v);
-        }
-        if let Some(v) = query.until_us {
-            push(&mut q, " AND t.updated_us <= ", v);
-        }
-        if let Some(v) = query.min_step {
-            push(&mut q, " AND t.step >= ", v);
-        }
-        if let Some(v) = query.max_step {
-            push(&mut q, " AND t.step <= ", v);
+        for (condition, bound) in [
+            (" AND t.updated_us >= ", query.since_us),
+            (" AND t.updated_us <= ", query.until_us),
+            (" AND t.step >= ", query.min_step),
+            (" AND t.step <= ", query.max_step),
+        ] {
+            if let Some(v) = bound {
+                q.push(condition).bind(v);
+            }
         }
         let like = DB::LIKE_ANY_CASE;
         for term in &query.terms {
             let escaped = rows::escape_like(term);
-            push(
-                &mut q,
-                &format!(" AND (t.name {like} "),
-                format!("%{escaped}%"),
-            );
-            q.push(" ESCAPE '\\'");
+            q.push(format!(" AND (t.name {like} "))
+                .bind(format!("%{escaped}%"))
+                .push(" ESCAPE '\\'");
             for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
-                push(
-                    &mut q,
-                    &format!(" OR {column} {like} "),
-                    format!("{escaped}%"),
-                );
-                q.push(" ESCAPE '\\'");
+                q.push(format!(" OR {column} {like} "))
+                    .bind(format!("{escaped}%"))
+                    .push(" ESCAPE '\\'");
             }
             q.push(")");
         }
-        let (cmp, dir) = if query.ascending {
-            (">", "ASC")
-        } else {
-            ("<", "DESC")
+        let order = Keyset {
+            columns: &[sort, "t.run_id", "t.trace_id"],
+            descending: !query.ascending,
         };
-        if let Some(c) = &query.cursor {
-            push(
-                &mut q,
-                &format!(" AND ({sort}, t.run_id, t.trace_id) {cmp} ("),
-                c.value,
-            );
-            push(&mut q, ", ", &c.a);
-            push(&mut q, ", ", &c.b);
-            q.push(")");
-        }
-        push(
-            &mut q,
-            &format!(" ORDER BY {sort} {dir}, t.run_id {dir}, t.trace_id {dir} LIMIT "),
-            page_limit(query.limit),
-        );
-        let mut items: Vec<(i64, TraceSummary)> = self
-            .rows(q)
-            .await?
-            .iter()
-            .map(|r| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?)))
-            .collect::<StoreResult<_>>()?;
-        let next_cursor = page_cursor(&mut items, query.limit, |(v, t)| Cursor {
-            value: *v,
-            a: t.run_id.clone(),
-            b: t.trace_id.clone(),
-        });
+        let read = |r: &DB::Row| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?));
+        let (items, next_cursor) = self
+            .page(
+                q,
+                order,
+                (query.cursor.as_ref(), query.limit),
+                read,
+                |(value, t)| Cursor {
+                    value: *value,
+                    a: t.run_id.clone(),
+                    b: t.trace_id.clone(),
+                },
+            )
+            .await?;
         Ok(TraceList {
             traces: items.into_iter().map(|(_, t)| t).collect(),
             next_cursor,
@@ -327,12 +290,11 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 
     async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>> {
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {TRACE_COLUMNS}, r.name AS run_name
                FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE t.run_id = "
         ));
-        q.bind(run_id);
-        push(&mut q, " AND t.trace_id = ", trace_id);
+        q.bind(run_id).push(" AND t.trace_id = ").bind(trace_id);
         self.row(q)
             .await?
             .map(|r| rows::trace_summary(&r))
@@ -347,32 +309,36 @@ impl<DB: Dialect> Reads for Reader<DB> {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<SpanPage> {
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {SPAN_NODE_COLUMNS} FROM spans s WHERE s.run_id = "
         ));
-        q.bind(run_id);
-        push(&mut q, " AND s.trace_id = ", trace_id);
-        push(&mut q, " AND s.tree_parent = ", parent.unwrap_or(""));
+        q.bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(" AND s.tree_parent = ")
+            .bind(parent.unwrap_or(""));
+        let order = Keyset {
+            columns: &["s.start_us", "s.span_id"],
+            descending: false,
+        };
         let (spans, next_cursor) = self
-            .page(
-                q,
-                "s.start_us, s.span_id",
-                false,
-                cursor,
-                limit,
-                rows::span_node,
-                |s| (s.start_us, &s.span_id),
-            )
+            .page(q, order, (cursor, limit), rows::span_node, |s| Cursor {
+                value: s.start_us,
+                a: s.span_id.clone(),
+                b: String::new(),
+            })
             .await?;
         Ok(SpanPage { spans, next_cursor })
     }
 
     async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {
-        let mut q = sql("SELECT 1 AS found FROM spans WHERE run_id = ");
-        q.bind(run_id);
-        push(&mut q, " AND trace_id = ", trace_id);
-        push(&mut q, " AND span_id = ", span_id);
-        q.push(" AND has_open");
+        let mut q = Sql::new("SELECT 1 AS found FROM spans WHERE run_id = ");
+        q.bind(run_id)
+            .push(" AND trace_id = ")
+            .bind(trace_id)
+            .push(" AND span_id = ")
+            .bind(span_id)
+            .push(" AND has_open");
         Ok(self.row(q).await?.is_some())
     }
 
@@ -382,24 +348,30 @@ impl<DB: Dialect> Reads for Reader<DB> {
         trace_id: &str,
         span_id: &str,
     ) -> StoreResult<Option<SpanDetail>> {
-        let mut q = sql(format!(
+        let mut q = Sql::new(format!(
             "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
             rows::SPAN_BODY_COLUMNS
         ));
-        q.bind(run_id);
-        push(&mut q, " AND s.trace_id = ", trace_id);
-        push(&mut q, " AND s.span_id = ", span_id);
-        q.push(" AND s.has_open");
+        q.bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(" AND s.span_id = ")
+            .bind(span_id)
+            .push(" AND s.has_open");
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };
         // The ancestors the tree must open, root first; an orphan's path is empty.
-        let mut q = sql("WITH RECURSIVE up(span_id, tree_parent, depth) AS (
-                 SELECT span_id, tree_parent, 0 FROM spans WHERE run_id = ");
-        q.bind(run_id);
-        push(&mut q, " AND trace_id = ", trace_id);
-        push(&mut q, " AND span_id = ", span_id);
-        q.push(" UNION ALL SELECT s.span_id, s.tree_parent, up.depth + 1 FROM ");
+        let mut q = Sql::new(
+            "WITH RECURSIVE up(span_id, tree_parent, depth) AS (
+                 SELECT span_id, tree_parent, 0 FROM spans WHERE run_id = ",
+        );
+        q.bind(run_id)
+            .push(" AND trace_id = ")
+            .bind(trace_id)
+            .push(" AND span_id = ")
+            .bind(span_id)
+            .push(" UNION ALL SELECT s.span_id, s.tree_parent, up.depth + 1 FROM ");
         DB::push_each_span(
             &mut q,
             "up",
@@ -408,12 +380,9 @@ impl<DB: Dialect> Reads for Reader<DB> {
             trace_id,
             "s.span_id = up.tree_parent",
         );
-        push(
-            &mut q,
-            " WHERE up.tree_parent <> '' AND up.depth < ",
-            MAX_ANCESTORS,
-        );
-        q.push(") SELECT span_id FROM up WHERE depth > 0 ORDER BY depth DESC");
+        q.push(" WHERE up.tree_parent <> '' AND up.depth < ")
+            .bind(MAX_ANCESTORS)
+            .push(") SELECT span_id FROM up WHERE depth > 0 ORDER BY depth DESC");
         let path = self
             .rows(q)
             .await?
@@ -429,7 +398,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
         min_step: Option<i64>,
         max_step: Option<i64>,
     ) -> StoreResult<StepsResponse> {
-        let mut q = sql(
+        let mut q = Sql::new(
             "SELECT trace_count, errored_count, running_count, unstepped_count,
                     (SELECT MIN(step) FROM step_activity a WHERE a.run_id = runs.run_id) AS min_step,
                     (SELECT MAX(step) FROM step_activity a WHERE a.run_id = runs.run_id) AS max_step
@@ -440,11 +409,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .row(q)
             .await?
             .ok_or_else(|| StoreError::RunNotFound(run_id.to_string()))?;
-        let mut q = sql("SELECT step, traces, errored, running FROM step_activity WHERE run_id = ");
-        q.bind(run_id);
-        push(&mut q, " AND step >= ", min_step.unwrap_or(0));
-        push(&mut q, " AND step <= ", max_step.unwrap_or(i64::MAX));
-        push(&mut q, " ORDER BY step LIMIT ", page_limit(STEP_LIMIT));
+        let mut q =
+            Sql::new("SELECT step, traces, errored, running FROM step_activity WHERE run_id = ");
+        q.bind(run_id)
+            .push(" AND step >= ")
+            .bind(min_step.unwrap_or(0))
+            .push(" AND step <= ")
+            .bind(max_step.unwrap_or(i64::MAX))
+            .push(" ORDER BY step LIMIT ")
+            .bind(page_limit(STEP_LIMIT));
         let mut steps: Vec<StepActivity> = self
             .rows(q)
             .await?

@@ -100,9 +100,7 @@ impl SqliteStore {
             batches: GroupCommit::new(GROUP_MAX_EVENTS, QUEUE_MAX_EVENTS),
         })
     }
-}
 
-impl SqliteStore {
     /// The writer's `PRAGMA synchronous` (2 is FULL: a commit is on disk, WAL
     /// included, before it returns). For the test that keeps it so.
     pub async fn writer_synchronous(&self) -> StoreResult<i64> {

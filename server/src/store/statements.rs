@@ -2,7 +2,7 @@
 //! function pushes exactly one statement: SQLite's group commit strings several into
 //! one execution, PostgreSQL runs them one by one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use treeline_wire::{MetricPoint, SpanKind};
 
@@ -12,13 +12,13 @@ use super::IdempotencyRecord;
 use crate::ingest::{Adoption, RunDelta, SpanWrite, StepDelta, TraceWrite};
 
 /// `VALUES (…), (…)`: one row of arguments per item.
-fn push_values<'a, DB: Dialect, T, const N: usize>(
+fn push_values<'a, DB: Dialect, I: IntoIterator, const N: usize>(
     q: &mut Sql<'a, DB>,
-    items: &'a [T],
-    row: impl Fn(&'a T) -> [Arg<'a>; N],
+    items: I,
+    row: impl Fn(I::Item) -> [Arg<'a>; N],
 ) {
     q.push("VALUES ");
-    for (i, item) in items.iter().enumerate() {
+    for (i, item) in items.into_iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         for (j, arg) in row(item).into_iter().enumerate() {
             if j > 0 {
@@ -194,17 +194,16 @@ pub(super) fn step_activity<'a, DB: Dialect>(
     run_id: &'a str,
     steps: &'a BTreeMap<i64, StepDelta>,
 ) {
-    let steps: Vec<(&'a i64, &'a StepDelta)> = steps.iter().collect();
-    q.push("INSERT INTO step_activity (run_id, step, traces, errored, running) VALUES ");
-    for (i, (step, d)) in steps.into_iter().enumerate() {
-        q.push(if i == 0 { "(" } else { ", (" });
-        q.bind(run_id);
-        for v in [*step, d.traces, d.errored, d.running] {
-            q.push(", ");
-            q.bind(v);
-        }
-        q.push(")");
-    }
+    q.push("INSERT INTO step_activity (run_id, step, traces, errored, running) ");
+    push_values(q, steps, |(step, d)| {
+        [
+            run_id.into(),
+            (*step).into(),
+            d.traces.into(),
+            d.errored.into(),
+            d.running.into(),
+        ]
+    });
     q.push(
         " ON CONFLICT (run_id, step) DO UPDATE SET \
          traces = step_activity.traces + excluded.traces, \
@@ -285,8 +284,7 @@ pub(super) fn metrics_upsert<'a, DB: Dialect>(
 /// The last point of each (key, step), in first-seen order: what applying the
 /// points one by one leaves stored.
 pub(super) fn last_per_step(points: &[MetricPoint]) -> Vec<&MetricPoint> {
-    let mut at: std::collections::HashMap<(&str, i64), usize> =
-        std::collections::HashMap::with_capacity(points.len());
+    let mut at: HashMap<(&str, i64), usize> = HashMap::with_capacity(points.len());
     let mut kept: Vec<&MetricPoint> = Vec::with_capacity(points.len());
     for p in points {
         match at.get(&(p.key.as_str(), p.step)) {
