@@ -189,6 +189,14 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         sql: Sql<'e, Self>,
     ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send + 'e;
 
+    /// Makes the other writers of `run_id` wait until this transaction ends, so
+    /// read-modify-writes of its counters never lose an update. SQLite has one
+    /// writer at a time already.
+    fn lock_run<'e>(
+        conn: &'e mut Self::Connection,
+        run_id: &'e str,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'e;
+
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
@@ -216,6 +224,13 @@ impl Dialect for Sqlite {
     }
 
     execution!(SqliteRow, sqlx::SqliteConnection);
+
+    async fn lock_run<'e>(
+        _conn: &'e mut sqlx::SqliteConnection,
+        _run_id: &'e str,
+    ) -> Result<(), sqlx::Error> {
+        Ok(())
+    }
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("json_patch({old}, {new})")
@@ -247,6 +262,17 @@ impl Dialect for Postgres {
     }
 
     execution!(PgRow, sqlx::PgConnection);
+
+    async fn lock_run<'e>(
+        conn: &'e mut sqlx::PgConnection,
+        run_id: &'e str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))")
+            .bind(run_id)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("({old}::jsonb || {new}::jsonb)::text")

@@ -10,7 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, Transaction};
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
-use super::dialect::Sql;
+use super::dialect::{Dialect, Sql};
 use super::reader::{Reader, Reads};
 use super::rows;
 use super::{
@@ -157,42 +157,23 @@ async fn write_plan(
     run(tx, |q| statements::run_counts(q, run_id, plan.run, now)).await
 }
 
-/// Serializes the writers of one run until the transaction ends.
-async fn lock_run(tx: &mut Transaction<'_, Postgres>, run_id: &str) -> StoreResult<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext($1))")
-        .bind(run_id)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
 #[async_trait]
 impl Ingest for PostgresStore {
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool> {
-        let mut tx = self.pool.begin().await?;
-        let created = run_writes::upsert_run::<Postgres>(&mut tx, run_id, run, now).await?;
-        tx.commit().await?;
-        Ok(created)
+        run_writes::upsert_run(&self.pool, run_id, run, now).await
     }
 
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
-        lock_run(&mut tx, run_id).await?;
-        run_writes::finish_run::<Postgres>(&mut tx, run_id, finish, now).await?;
-        tx.commit().await?;
-        Ok(())
+        run_writes::finish_run(&self.pool, run_id, finish, now).await
     }
 
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()> {
-        let mut tx = self.pool.begin().await?;
-        run_writes::write_metrics::<Postgres>(&mut tx, run_id, points).await?;
-        tx.commit().await?;
-        Ok(())
+        run_writes::write_metrics(&self.pool, run_id, points).await
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
         let mut tx = self.pool.begin().await?;
-        lock_run(&mut tx, run_id).await?;
+        Postgres::lock_run(&mut tx, run_id).await?;
         let project = run_writes::run_project::<Postgres>(&mut tx, run_id).await?;
         if let Some(receipt) = &batch.receipt {
             // Under the run's lock: a racing request with this key has committed.
@@ -237,15 +218,11 @@ impl Idempotency for PostgresStore {
     }
 
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()> {
-        let mut q = Sql::<Postgres>::new("");
-        statements::idempotency_insert(&mut q, std::slice::from_ref(record), now);
-        q.query().execute(&self.pool).await?;
-        Ok(())
+        run_writes::put_idempotency(&self.pool, record, now).await
     }
 
     async fn idempotency_prune(&self, before_us: i64) -> StoreResult<u64> {
-        let mut conn = self.pool.acquire().await?;
-        run_writes::prune_idempotency::<Postgres>(&mut conn, before_us).await
+        run_writes::prune_idempotency(&self.pool, before_us).await
     }
 }
 

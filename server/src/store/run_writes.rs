@@ -1,13 +1,14 @@
-//! Run and metric writes, the same on both databases: each runs on a connection
-//! inside the caller's transaction.
+//! Run, metric and idempotency writes, the same on both databases. Each public
+//! write is one transaction of its own; the lookups run on the caller's connection.
 
 use serde_json::Value;
+use sqlx::Pool;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::dialect::{Dialect, Sql};
 use super::rows::DbRow;
 use super::statements;
-use super::{StoreError, StoreResult};
+use super::{IdempotencyRecord, StoreError, StoreResult};
 
 /// Points per metrics statement, under both databases' bound-parameter limits.
 const METRIC_CHUNK: usize = 5_000;
@@ -39,6 +40,18 @@ async fn select_project<DB: Dialect>(
 /// insert comes first so that two requests creating one run meet on its key: one
 /// creates it, the other sees it (and its project) once the first commits.
 pub(super) async fn upsert_run<DB: Dialect>(
+    pool: &Pool<DB>,
+    run_id: &str,
+    run: &RunUpsert,
+    now: i64,
+) -> StoreResult<bool> {
+    let mut tx = pool.begin().await?;
+    let created = upsert_in::<DB>(&mut tx, run_id, run, now).await?;
+    tx.commit().await?;
+    Ok(created)
+}
+
+async fn upsert_in<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     run: &RunUpsert,
@@ -87,6 +100,19 @@ pub(super) async fn upsert_run<DB: Dialect>(
 /// Sets the run's status and turns its running spans and traces into interrupted
 /// ones.
 pub(super) async fn finish_run<DB: Dialect>(
+    pool: &Pool<DB>,
+    run_id: &str,
+    finish: &RunFinish,
+    now: i64,
+) -> StoreResult<()> {
+    let mut tx = pool.begin().await?;
+    DB::lock_run(&mut tx, run_id).await?;
+    finish_in::<DB>(&mut tx, run_id, finish, now).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn finish_in<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     finish: &RunFinish,
@@ -125,35 +151,49 @@ pub(super) async fn finish_run<DB: Dialect>(
 /// Stores metric points; a repeated (key, step), in the batch or against stored
 /// points, keeps the last value on both databases.
 pub(super) async fn write_metrics<DB: Dialect>(
-    conn: &mut DB::Connection,
+    pool: &Pool<DB>,
     run_id: &str,
     points: &[MetricPoint],
 ) -> StoreResult<()> {
-    run_project::<DB>(&mut *conn, run_id).await?;
+    let mut tx = pool.begin().await?;
+    run_project::<DB>(&mut tx, run_id).await?;
     let points = statements::last_per_step(points);
     for chunk in points.chunks(METRIC_CHUNK) {
         let mut q = Sql::<DB>::new("");
         statements::metrics_upsert(&mut q, run_id, chunk);
-        DB::execute(&mut *conn, q).await?;
+        DB::execute(&mut tx, q).await?;
     }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Keeps `record` unless its key already has one.
+pub(super) async fn put_idempotency<DB: Dialect>(
+    pool: &Pool<DB>,
+    record: &IdempotencyRecord,
+    now: i64,
+) -> StoreResult<()> {
+    let mut q = Sql::<DB>::new("");
+    statements::idempotency_insert(&mut q, std::slice::from_ref(record), now);
+    DB::execute(&mut *pool.acquire().await?, q).await?;
     Ok(())
 }
 
 /// Forgets idempotency answers older than `before_us`.
 pub(super) async fn prune_idempotency<DB: Dialect>(
-    conn: &mut DB::Connection,
+    pool: &Pool<DB>,
     before_us: i64,
 ) -> StoreResult<u64> {
     let mut q = Sql::<DB>::new("DELETE FROM idempotency WHERE created_us < ");
     q.bind(before_us);
-    Ok(DB::execute(conn, q).await?)
+    Ok(DB::execute(&mut *pool.acquire().await?, q).await?)
 }
 
 /// The answer kept for `key`, if any.
 pub(super) async fn idempotency_record<DB: Dialect>(
     conn: &mut DB::Connection,
     key: &str,
-) -> StoreResult<Option<super::IdempotencyRecord>> {
+) -> StoreResult<Option<IdempotencyRecord>> {
     let mut q =
         Sql::<DB>::new("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ");
     q.bind(key);

@@ -353,24 +353,15 @@ async fn get_records(
 #[async_trait]
 impl Ingest for SqliteStore {
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool> {
-        let mut tx = self.writer.begin().await?;
-        let created = run_writes::upsert_run::<Sqlite>(&mut tx, run_id, run, now).await?;
-        tx.commit().await?;
-        Ok(created)
+        run_writes::upsert_run(&self.writer, run_id, run, now).await
     }
 
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()> {
-        let mut tx = self.writer.begin().await?;
-        run_writes::finish_run::<Sqlite>(&mut tx, run_id, finish, now).await?;
-        tx.commit().await?;
-        Ok(())
+        run_writes::finish_run(&self.writer, run_id, finish, now).await
     }
 
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()> {
-        let mut tx = self.writer.begin().await?;
-        run_writes::write_metrics::<Sqlite>(&mut tx, run_id, points).await?;
-        tx.commit().await?;
-        Ok(())
+        run_writes::write_metrics(&self.writer, run_id, points).await
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
@@ -402,15 +393,11 @@ impl Idempotency for SqliteStore {
     }
 
     async fn idempotency_put(&self, record: &IdempotencyRecord, now: i64) -> StoreResult<()> {
-        let mut q = Sql::<Sqlite>::new("");
-        statements::idempotency_insert(&mut q, std::slice::from_ref(record), now);
-        q.query().execute(&self.writer).await?;
-        Ok(())
+        run_writes::put_idempotency(&self.writer, record, now).await
     }
 
     async fn idempotency_prune(&self, before_us: i64) -> StoreResult<u64> {
-        let mut conn = self.writer.acquire().await?;
-        run_writes::prune_idempotency::<Sqlite>(&mut conn, before_us).await
+        run_writes::prune_idempotency(&self.writer, before_us).await
     }
 }
 
