@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::error::{error_response, ApiError};
 use super::AppState;
@@ -47,19 +47,20 @@ fn is_json(content_type: &str) -> bool {
 /// machine: a Host that names anything but a loopback address or an allowed host is
 /// a page of another site that rebound its name to us.
 pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if !state.api_keys.is_empty() {
-        return next.run(request).await;
-    }
-    let host = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| request.uri().host().map(str::to_string));
-    match host {
-        // Browsers always send Host; a client without one is no browser.
+    let refused = if state.api_keys.is_empty() {
+        request
+            .headers()
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .or_else(|| request.uri().host())
+            // Browsers always send Host; a client without one is no browser.
+            .filter(|host| !host_allowed(host, &state.allowed_hosts))
+            .map(str::to_string)
+    } else {
+        None
+    };
+    match refused {
         None => next.run(request).await,
-        Some(host) if host_allowed(&host, &state.allowed_hosts) => next.run(request).await,
         Some(host) => error_response(
             axum::http::StatusCode::FORBIDDEN,
             "host_not_allowed",
@@ -101,7 +102,7 @@ fn strip_port(host: &str) -> &str {
 /// Headers every answer carries: no MIME sniffing, never inside another site's
 /// frame, and a referrer only for this site.
 pub async fn security_headers(request: Request, next: Next) -> Response {
-    let mut response = next.run(request).await.into_response();
+    let mut response = next.run(request).await;
     let headers = response.headers_mut();
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
