@@ -1,7 +1,7 @@
 //! The `/traces` workspace's state, kept in its URL so a copied link reopens the
 //! same selection and filters. Pages and components alike read it from here.
 
-use crate::ui::api::{encode, query_string};
+use crate::ui::api::query_string;
 
 /// The workspace's state as the query string carries it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -78,15 +78,9 @@ impl WorkspaceUrl {
 
 /// A run-scoped link into the workspace.
 pub(crate) fn link(run_id: &str, trace_id: &str, span_id: Option<&str>) -> String {
-    let mut href = format!(
-        "/traces?run_id={}&trace_id={}",
-        encode(run_id),
-        encode(trace_id)
-    );
-    if let Some(span) = span_id {
-        href.push_str(&format!("&span_id={}", encode(span)));
-    }
-    href
+    WorkspaceUrl::default()
+        .with_selection(run_id, trace_id, span_id)
+        .href()
 }
 
 #[cfg(test)]

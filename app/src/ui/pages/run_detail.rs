@@ -8,6 +8,7 @@ use crate::ui::components::chart::LineChart;
 use crate::ui::components::status::{RunBadge, StatusBadge};
 use crate::ui::components::timeline::Timeline;
 use crate::ui::format;
+use crate::ui::url::{link, WorkspaceUrl};
 use treeline_wire::{MetricSeries, RunDetail, TraceSummary};
 
 /// `/runs/{run_id}`: the run's header, config, metric charts and, on demand, its
@@ -74,7 +75,7 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <dt>"Duration"</dt><dd>{format::duration(s.end_us.unwrap_or(now) - s.start_us)}</dd>
                 <dt>"Traces"</dt><dd>{s.trace_count}" ("{s.error_trace_count}" failed)"</dd>
             </dl>
-            <a class="button" href=format!("/traces?run_id={}", encode(&s.run_id))>"Open in the Traces workspace"</a>
+            <a class="button" href=WorkspaceUrl { run_id: Some(s.run_id.clone()), ..Default::default() }.href()>"Open in the Traces workspace"</a>
         </header>
         <details class="config">
             <summary>"Config"</summary>
@@ -217,12 +218,7 @@ fn RunTraceList(traces: Vec<TraceSummary>) -> impl IntoView {
     view! {
         <ul class="run-traces" aria-label="Traces of this run">
             {traces.into_iter().map(|t| {
-                let href = format!(
-                    "/traces?run_id={}&trace_id={}{}",
-                    encode(&t.run_id),
-                    encode(&t.trace_id),
-                    t.root_span_id.as_ref().map(|r| format!("&span_id={}", encode(r))).unwrap_or_default()
-                );
+                let href = link(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
                 let kinds = t.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" · ");
                 view! {
                     <li>

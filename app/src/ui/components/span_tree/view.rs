@@ -65,12 +65,10 @@ fn TreeView(
 
     let select = Callback::new(move |id: String| {
         focused.set(Some(id.clone()));
-        let u = url.get_untracked();
-        let (run, trace) = (
-            u.run_id.clone().unwrap_or_default(),
-            u.trace_id.clone().unwrap_or_default(),
-        );
-        go_to.run(u.with_selection(&run, &trace, Some(&id)));
+        go_to.run(WorkspaceUrl {
+            span_id: Some(id),
+            ..url.get_untracked()
+        });
     });
     let toggle = Callback::new(move |id: String| loader.toggle(id));
     let ctx = RowCtx {
