@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Serve the dashboard and the HTTP API (the default).
     Serve(ServeArgs),
+    /// Create, list and revoke API keys (a running server sees changes at once).
+    Keys(crate::keys::KeysArgs),
     /// Measure the server and print the figures.
     #[cfg(feature = "devtools")]
     #[command(subcommand)]
@@ -57,8 +59,9 @@ pub struct ServeArgs {
     /// Database to use instead of the embedded one: sqlite:PATH or postgres://…
     #[arg(long, env = "TREELINE_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// An API key that writes must present as `Authorization: Bearer <key>`.
-    /// Repeat for several; TREELINE_API_KEYS takes a comma-separated list.
+    /// An admin API key, presented as `Authorization: Bearer <key>` (for a first
+    /// start; `treeline keys create` makes scoped ones). Repeat for several;
+    /// TREELINE_API_KEYS takes a comma-separated list.
     #[arg(long = "api-key", env = "TREELINE_API_KEYS", value_delimiter = ',')]
     pub api_keys: Vec<String>,
     /// A file of API keys, one a line (blank lines and `#` comments skipped): keys
@@ -73,6 +76,10 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
+    /// Mark session cookies Secure: set it when a TLS proxy serves the dashboard
+    /// over https (an `X-Forwarded-Proto: https` header does the same per request).
+    #[arg(long, env = "TREELINE_SECURE_COOKIES")]
+    pub secure_cookies: bool,
     /// Directory of the built dashboard (wasm, js, css); found beside the binary by default.
     #[arg(long, env = "TREELINE_SITE_DIR")]
     pub site_dir: Option<PathBuf>,
@@ -118,6 +125,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
+        Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
         #[cfg(feature = "devtools")]
@@ -147,7 +155,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     let store = store::open(&url)
         .await
         .context("cannot open the database")?;
-    prune_idempotency_keys(store.clone());
+    prune_old_records(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store
@@ -166,16 +174,27 @@ async fn serve_command(args: ServeArgs) -> Outcome {
             .filter(|h| !h.is_empty())
             .collect(),
     );
-    state.window_us = args.window_days.max(1) * (DEFAULT_WINDOW_US / 7);
-    if state.api_keys.is_empty() {
-        if !args.addr.ip().is_loopback() {
+    state.window_us = args.window_days.clamp(1, 36_500) * (DEFAULT_WINDOW_US / 7);
+    state.secure_cookies = args.secure_cookies;
+    // Beyond loopback nobody reads without a key, even if every key is revoked later.
+    state.require_auth = !args.addr.ip().is_loopback();
+    let stored_keys = state
+        .store
+        .access()
+        .any_key()
+        .await
+        .context("cannot read the database")?;
+    if state.api_keys.is_empty() && !stored_keys {
+        if state.require_auth {
             return Err(Failure::msg(format!(
-                "refusing to listen on {} without API keys: pass --api-key (or TREELINE_API_KEYS), or listen on 127.0.0.1",
+                "refusing to listen on {} without API keys: create one with `treeline keys create \
+                 --scope admin` (or pass --api-key-file), or listen on 127.0.0.1",
                 args.addr
             )));
         }
         tracing::warn!(
-            "no API keys configured: writes are open to anyone who can reach {}",
+            "no API keys: anyone who can reach {} reads and writes everything (create a key \
+             with `treeline keys create` to require sign-in)",
             args.addr
         );
     }
@@ -209,18 +228,23 @@ async fn serve_command(args: ServeArgs) -> Outcome {
 const IDEMPOTENCY_WINDOW_US: i64 = 48 * 3600 * 1_000_000;
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Forgets idempotency answers older than the window, now and then every
-/// `PRUNE_EVERY`, for as long as the server runs.
-fn prune_idempotency_keys(store: Arc<dyn store::Store>) {
+/// Forgets idempotency answers older than the window and expired sessions, now and
+/// then every `PRUNE_EVERY`, for as long as the server runs.
+fn prune_old_records(store: Arc<dyn store::Store>) {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(PRUNE_EVERY);
         loop {
             every.tick().await;
-            let before = crate::http::now_us().saturating_sub(IDEMPOTENCY_WINDOW_US);
+            let now = crate::http::now_us();
+            let before = now.saturating_sub(IDEMPOTENCY_WINDOW_US);
             match store.idempotency_prune(before).await {
                 Ok(n) => tracing::debug!(pruned = n, "old idempotency keys removed"),
                 Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
                     "old idempotency keys could not be removed; retrying in 10 minutes"),
+            }
+            if let Err(e) = store.access().prune_sessions(now).await {
+                tracing::warn!(error = %crate::failure::chain(&e),
+                    "expired sessions could not be removed; retrying in 10 minutes");
             }
         }
     });

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod failure;
 pub mod http;
 pub mod ingest;
+pub mod keys;
 pub mod otlp;
 pub mod serve;
 pub mod ssr;

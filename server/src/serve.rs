@@ -4,6 +4,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use axum::http::request::Parts;
+use axum::http::{header, HeaderValue};
+use axum::middleware;
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
@@ -12,6 +15,7 @@ use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
 use treeline_wire::routes;
 
+use crate::http::auth::Principal;
 use crate::http::{self, AppState};
 use crate::ssr::ApiBackend;
 
@@ -27,44 +31,69 @@ pub fn default_site_root() -> PathBuf {
     }
 }
 
-/// The full application router.
+/// The full application router: the open edges (health, sign-in, static files),
+/// the API and OTLP behind `auth::api_door`, and the pages behind `auth::page_door`.
 pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Router {
     let otlp = crate::otlp::router(state.clone());
-    let guarded = state.clone();
     let options = LeptosOptions::builder()
         .output_name("treeline")
         .site_root(site_root.to_string_lossy().as_ref())
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build();
-    let api = http::router(state);
-    let backend: SharedBackend = Arc::new(ApiBackend(api.clone()));
+    let api = http::router(state.clone());
+    let page_context = {
+        let api = api.clone();
+        move || page_context(&api)
+    };
     let routes = generate_route_list(App);
     let pages = Router::new()
-        .leptos_routes_with_context(
-            &options,
-            routes,
-            move || provide_context(backend.clone()),
-            {
-                let options = options.clone();
-                move || shell(options.clone())
-            },
-        )
-        .fallback(leptos_axum::file_and_error_handler(shell))
+        .leptos_routes_with_context(&options, routes, page_context.clone(), {
+            let options = options.clone();
+            move || shell(options.clone())
+        })
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            http::auth::page_door,
+        ))
+        .fallback(leptos_axum::file_and_error_handler_with_context(
+            page_context,
+            shell,
+        ))
         .with_state(options);
     Router::new()
         .route(routes::HEALTH, get(|| async { "ok" }))
+        .merge(http::signin::router(state.clone()))
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
         .merge(pages)
-        .layer(axum::middleware::from_fn(http::guard::security_headers))
-        .layer(axum::middleware::from_fn_with_state(
-            guarded,
+        .layer(middleware::from_fn(http::guard::security_headers))
+        .layer(middleware::from_fn_with_state(
+            state,
             http::guard::check_host,
         ))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
+}
+
+/// What rendering a page needs: the API, called in-process as the page's own caller,
+/// and the page's script policy with this response's nonce.
+fn page_context(api: &Router) {
+    let caller = use_context::<Parts>().and_then(|p| p.extensions.get::<Principal>().cloned());
+    let backend: SharedBackend = Arc::new(ApiBackend {
+        api: api.clone(),
+        caller,
+    });
+    provide_context(backend);
+    if let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) {
+        if let Ok(policy) = HeaderValue::from_str(&http::guard::page_policy(&nonce)) {
+            response.insert_header(header::CONTENT_SECURITY_POLICY, policy);
+        }
+    }
 }
 
 /// Serves until SIGTERM or ctrl-c, letting requests in flight finish.

@@ -10,7 +10,14 @@ use tower::ServiceExt;
 use treeline_app::api::ApiError;
 use treeline_app::Backend;
 
-pub struct ApiBackend(pub Router);
+use crate::http::auth::Principal;
+
+/// The API router, and the caller of the page being rendered: its calls are made
+/// as that caller, so a page shows exactly what its viewer may see.
+pub struct ApiBackend {
+    pub api: Router,
+    pub caller: Option<Principal>,
+}
 
 #[async_trait::async_trait]
 impl Backend for ApiBackend {
@@ -19,11 +26,14 @@ impl Backend for ApiBackend {
         let path = path_and_query
             .strip_prefix(treeline_wire::routes::API_PREFIX)
             .unwrap_or(path_and_query);
-        let request = Request::get(path)
+        let mut request = Request::get(path)
             .body(Body::empty())
             .map_err(|e| ApiError::other(e.to_string()))?;
+        if let Some(caller) = &self.caller {
+            request.extensions_mut().insert(caller.clone());
+        }
         let response = self
-            .0
+            .api
             .clone()
             .oneshot(request)
             .await

@@ -13,6 +13,7 @@ mod kinds;
 mod metrics;
 mod read;
 mod runs;
+mod session;
 
 pub use dates::civil_date;
 pub use events::*;
@@ -21,6 +22,7 @@ pub use kinds::*;
 pub use metrics::*;
 pub use read::*;
 pub use runs::*;
+pub use session::*;
 
 use serde::{Deserialize, Serialize};
 

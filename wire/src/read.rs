@@ -37,7 +37,7 @@ pub struct TraceWindow {
     pub until_us: Option<i64>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct TraceList {
     pub traces: Vec<TraceSummary>,
     pub next_cursor: Option<String>,

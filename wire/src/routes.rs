@@ -19,6 +19,27 @@ pub const RUN_TRACE_STEPS: &str = "/runs/{run_id}/traces/steps";
 pub const TRACE: &str = "/runs/{run_id}/traces/{trace_id}";
 pub const SPANS: &str = "/runs/{run_id}/traces/{trace_id}/spans";
 pub const SPAN: &str = "/runs/{run_id}/traces/{trace_id}/spans/{span_id}";
+/// Who the caller is (the dashboard shows it, with a way to sign out).
+pub const SESSION: &str = "/session";
+
+/// Every API route with its methods, for tests that must cover them all.
+pub const ALL: &[(&str, &str)] = &[
+    ("GET", PROJECTS),
+    ("GET", RUNS),
+    ("GET", RUN),
+    ("PUT", RUN),
+    ("POST", RUN_FINISH),
+    ("GET", RUN_METRICS),
+    ("POST", RUN_METRICS),
+    ("GET", TRACES),
+    ("GET", RUN_TRACES),
+    ("POST", RUN_TRACE_EVENTS),
+    ("GET", RUN_TRACE_STEPS),
+    ("GET", TRACE),
+    ("GET", SPANS),
+    ("GET", SPAN),
+    ("GET", SESSION),
+];
 
 /// The full path of an API route: `template` under [`API_PREFIX`], each `{name}`
 /// replaced in order by the next of `params`, percent-encoded. A template with more

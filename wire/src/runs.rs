@@ -75,7 +75,7 @@ pub struct RunDetail {
     pub metric_keys: Vec<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunList {
     pub runs: Vec<RunSummary>,
     pub next_cursor: Option<String>,

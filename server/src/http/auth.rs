@@ -1,34 +1,197 @@
-//! API keys: with keys configured, writes need `Authorization: Bearer <key>`.
+//! Who is asking, and what they may do. Auth is on when any key exists (given to
+//! `serve` or stored with `treeline keys create`), or when the server listens beyond
+//! loopback; then every API call needs a key (`Authorization: Bearer`) or a session
+//! cookie, and every page a signed-in browser.
 
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Redirect, Response};
 
-use super::error::ApiError;
-use super::AppState;
+use super::error::{ApiError, ApiResult};
+use super::{now_us, secret, AppState};
+use crate::store::KeyRecord;
 
-/// With API keys configured, writes need `Authorization: Bearer <key>`.
-pub async fn require_key(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Result<Response, ApiError> {
-    if state.api_keys.is_empty() {
-        return Ok(next.run(request).await);
+/// What a key may do. `Write` includes reading; `Admin` is `Write` over every
+/// project, always.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Scope {
+    pub fn parse(text: &str) -> Option<Scope> {
+        match text {
+            "read" => Some(Scope::Read),
+            "write" => Some(Scope::Write),
+            "admin" => Some(Scope::Admin),
+            _ => None,
+        }
     }
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(bearer);
-    match given {
-        Some(key) if state.api_keys.iter().any(|k| same_key(k, key)) => Ok(next.run(request).await),
-        Some(_) => Err(ApiError::Unauthorized("the API key is not valid".into())),
-        None => Err(ApiError::Unauthorized(
-            "this server needs an API key: send Authorization: Bearer <key>".into(),
-        )),
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
     }
+
+    pub fn writes(self) -> bool {
+        self != Scope::Read
+    }
+}
+
+/// How the caller proved who it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// Nobody needs to: auth is off (a keyless loopback server).
+    Open,
+    /// An `Authorization: Bearer` key.
+    Key,
+    /// A session cookie from `/login`.
+    Session,
+}
+
+/// The caller of a request, put in its extensions by the door it came through.
+#[derive(Clone, Debug)]
+pub struct Principal {
+    pub key_id: String,
+    pub name: String,
+    pub scope: Scope,
+    /// The one project this caller sees; `None` for every project.
+    pub project: Option<String>,
+    pub via: Via,
+}
+
+/// The key id of a session opened with a key given to `serve`: not stored, so it
+/// is named by its digest, and ends when the key is no longer given.
+const CONFIGURED: &str = "config:";
+/// How often a key's "last used" is written at most.
+const TOUCH_EVERY_US: i64 = 60 * 1_000_000;
+
+impl Principal {
+    fn open() -> Self {
+        Principal {
+            key_id: String::new(),
+            name: String::new(),
+            scope: Scope::Admin,
+            project: None,
+            via: Via::Open,
+        }
+    }
+
+    fn configured(digest: &str, via: Via) -> Self {
+        Principal {
+            key_id: format!("{CONFIGURED}{}", &digest[..16]),
+            name: "server key".into(),
+            scope: Scope::Admin,
+            project: None,
+            via,
+        }
+    }
+
+    fn stored(key: KeyRecord, via: Via) -> Self {
+        Principal {
+            scope: Scope::parse(&key.scope).unwrap_or(Scope::Read),
+            key_id: key.id,
+            name: key.name,
+            project: key.project,
+            via,
+        }
+    }
+
+    /// Whether this caller may see `project`.
+    pub fn sees(&self, project: &str) -> bool {
+        self.project.as_deref().is_none_or(|p| p == project)
+    }
+}
+
+/// Whether requests need credentials now. Asked per request, so a key created while
+/// the server runs turns auth on at once.
+pub async fn auth_on(state: &AppState) -> ApiResult<bool> {
+    Ok(state.require_auth || !state.api_keys.is_empty() || state.store.access().any_key().await?)
+}
+
+/// The caller a request's credentials name: `None` without any, 401 for a key
+/// that is not valid. A session that expired or whose key was revoked is no
+/// credential at all.
+async fn identify(state: &AppState, headers: &HeaderMap) -> ApiResult<Option<Principal>> {
+    if let Some(value) = headers.get(header::AUTHORIZATION) {
+        let key = value.to_str().ok().and_then(bearer).ok_or_else(|| {
+            ApiError::Unauthorized("the Authorization header must be `Bearer <key>`".into())
+        })?;
+        return match key_principal(state, key, Via::Key).await? {
+            Some(p) => Ok(Some(p)),
+            None => Err(ApiError::Unauthorized("the API key is not valid".into())),
+        };
+    }
+    match secret::session_token(headers) {
+        Some(token) => session_principal(state, token).await,
+        None => Ok(None),
+    }
+}
+
+/// The caller `key` names, if it is a key given to `serve` or a stored one.
+pub async fn key_principal(state: &AppState, key: &str, via: Via) -> ApiResult<Option<Principal>> {
+    let digest = secret::digest(key);
+    if is_configured(state, &digest) {
+        return Ok(Some(Principal::configured(&digest, via)));
+    }
+    let Some(record) = state.store.access().key_by_digest(&digest).await? else {
+        return Ok(None);
+    };
+    touch(state, &record);
+    Ok(Some(Principal::stored(record, via)))
+}
+
+/// Whether `digest` is that of a key given to `serve`, compared in constant time:
+/// neither the time taken nor an early return tells how much of a guess was right.
+fn is_configured(state: &AppState, digest: &str) -> bool {
+    state.api_keys.iter().fold(false, |found, known| {
+        found | secret::same(&secret::digest(known), digest)
+    })
+}
+
+async fn session_principal(state: &AppState, token: &str) -> ApiResult<Option<Principal>> {
+    let Some(session) = state
+        .store
+        .access()
+        .session(&secret::digest(token), now_us())
+        .await?
+    else {
+        return Ok(None);
+    };
+    if let Some(key) = session.key {
+        touch(state, &key);
+        return Ok(Some(Principal::stored(key, Via::Session)));
+    }
+    // A configured key's session lives only while that key is still given.
+    let still_given = state.api_keys.iter().find_map(|known| {
+        let digest = secret::digest(known);
+        let p = Principal::configured(&digest, Via::Session);
+        (p.key_id == session.key_id).then_some(p)
+    });
+    Ok(still_given)
+}
+
+/// Writes the key's "last used", at most once a minute, off the request's path.
+fn touch(state: &AppState, key: &KeyRecord) {
+    let now = now_us();
+    let due = key
+        .last_used_us
+        .is_none_or(|last| now.saturating_sub(last) >= TOUCH_EVERY_US);
+    if !due {
+        return;
+    }
+    let (store, id) = (state.store.clone(), key.id.clone());
+    tokio::spawn(async move {
+        if let Err(e) = store.access().touch_key(&id, now).await {
+            tracing::debug!(error = %crate::failure::chain(&e), "a key's last use was not recorded");
+        }
+    });
 }
 
 /// The credentials of an `Authorization: Bearer <key>` header; the scheme's case
@@ -41,18 +204,85 @@ fn bearer(header: &str) -> Option<&str> {
         .filter(|k| !k.is_empty())
 }
 
-/// Compares the keys' SHA-256 digests in constant time: neither the time nor an
-/// early return tells how much of a guess, or its length, was right.
-fn same_key(known: &str, given: &str) -> bool {
-    use sha2::{Digest, Sha256};
-    let (a, b) = (
-        Sha256::digest(known.as_bytes()),
-        Sha256::digest(given.as_bytes()),
-    );
-    a.iter()
-        .zip(b.iter())
-        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-        == 0
+/// The caller, from the request's extensions when a door already knows it (a page
+/// rendering calls the API in-process with its own caller), else from its
+/// credentials. `None` when auth is on and there are none.
+async fn caller(state: &AppState, request: &mut Request) -> ApiResult<Option<Principal>> {
+    if let Some(known) = request.extensions().get::<Principal>() {
+        return Ok(Some(known.clone()));
+    }
+    if !auth_on(state).await? {
+        return Ok(Some(Principal::open()));
+    }
+    // Only the headers cross the await: a request's body is not Sync.
+    identify(state, request.headers()).await
+}
+
+/// The door of the API and of OTLP: with auth on, every request needs credentials
+/// (401), and one that changes anything needs a write scope (403) and, when it rides
+/// on a session cookie, must come from this site (403 `cross_site_request`).
+pub async fn api_door(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> ApiResult<Response> {
+    let principal = caller(&state, &mut request).await?.ok_or_else(|| {
+        ApiError::Unauthorized(
+            "this server needs credentials: send Authorization: Bearer <key>, or sign in at /login"
+                .into(),
+        )
+    })?;
+    if !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    ) {
+        if !principal.scope.writes() {
+            return Err(ApiError::forbidden(
+                "forbidden",
+                "this key may only read; writing needs a write key",
+            ));
+        }
+        if principal.via == Via::Session && !secret::same_site(request.headers()) {
+            return Err(ApiError::forbidden(
+                "cross_site_request",
+                "a change made with a session cookie must come from this site",
+            ));
+        }
+    }
+    request.extensions_mut().insert(principal);
+    Ok(next.run(request).await)
+}
+
+/// The door of the dashboard's pages: a signed-out browser is sent to sign in, and
+/// back to the very URL it asked for afterwards.
+pub async fn page_door(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    match caller(&state, &mut request).await {
+        Ok(Some(principal)) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Ok(None) => {
+            let asked = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
+            Redirect::to(&super::signin::login_path(asked)).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// 404 `run_not_found` unless the caller sees the run's project: to a project key,
+/// another project's run is exactly as absent as one that never was.
+pub async fn visible_run(state: &AppState, principal: &Principal, run_id: &str) -> ApiResult<()> {
+    if principal.project.is_none() {
+        return Ok(());
+    }
+    match state.store.reads().run_project(run_id).await? {
+        Some(project) if principal.sees(&project) => Ok(()),
+        _ => Err(ApiError::run_not_found(run_id)),
+    }
 }
 
 #[cfg(test)]
@@ -60,14 +290,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_scheme_is_case_insensitive_and_the_key_must_match_whole() {
+    fn the_scheme_is_case_insensitive_and_the_key_must_be_there() {
         assert_eq!(bearer("Bearer k1"), Some("k1"));
         assert_eq!(bearer("bearer k1"), Some("k1"));
         assert_eq!(bearer("BEARER   k1 "), Some("k1"));
         assert_eq!(bearer("Basic k1"), None);
         assert_eq!(bearer("Bearer "), None);
-        assert!(same_key("secret", "secret"));
-        assert!(!same_key("secret", "secre"));
-        assert!(!same_key("secret", "secret2"));
+    }
+
+    #[test]
+    fn scopes_and_projects() {
+        assert!(!Scope::Read.writes());
+        assert!(Scope::Write.writes() && Scope::Admin.writes());
+        assert_eq!(Scope::parse("admin"), Some(Scope::Admin));
+        assert_eq!(Scope::parse("Admin"), None);
+        let mut p = Principal::open();
+        assert!(p.sees("a"));
+        p.project = Some("a".into());
+        assert!(p.sees("a") && !p.sees("b"));
     }
 }

@@ -15,6 +15,10 @@ pub enum ApiError {
     BadRequest { code: &'static str, message: String },
     #[error("{0}")]
     Unauthorized(String),
+    /// Credentials that may not do this (`forbidden`), or a cookie-borne change from
+    /// another site (`cross_site_request`).
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
     #[error("{message}")]
     NotFound { code: &'static str, message: String },
     #[error("{0}")]
@@ -45,6 +49,17 @@ impl ApiError {
         }
     }
 
+    pub fn forbidden(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::Forbidden {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn run_not_found(run_id: &str) -> Self {
+        ApiError::not_found("run_not_found", format!("run {run_id} not found"))
+    }
+
     pub fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::NotFound {
             code,
@@ -56,6 +71,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             ApiError::Unauthorized(_) => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::Forbidden { code, .. } => (StatusCode::FORBIDDEN, code),
             ApiError::NotFound { code, .. } => (StatusCode::NOT_FOUND, code),
             ApiError::Conflict(_) => (StatusCode::CONFLICT, "run_project_conflict"),
             ApiError::TooLarge { code, .. } => (StatusCode::PAYLOAD_TOO_LARGE, code),
@@ -86,9 +102,7 @@ impl From<Invalid> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::RunNotFound(id) => {
-                ApiError::not_found("run_not_found", format!("run {id} not found"))
-            }
+            StoreError::RunNotFound(id) => ApiError::run_not_found(&id),
             StoreError::ProjectConflict { run_id, existing } => ApiError::Conflict(format!(
                 "run {run_id} already belongs to project {existing:?}; project cannot change"
             )),

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 
 use super::error::{error_response, ApiError};
 use super::AppState;
@@ -47,7 +47,11 @@ fn is_json(content_type: &str) -> bool {
 /// machine: a Host that names anything but a loopback address or an allowed host is
 /// a page of another site that rebound its name to us.
 pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let refused = if state.api_keys.is_empty() {
+    let open = match super::auth::auth_on(&state).await {
+        Ok(on) => !on,
+        Err(e) => return e.into_response(),
+    };
+    let refused = if open {
         request
             .headers()
             .get(header::HOST)
@@ -99,11 +103,34 @@ fn strip_port(host: &str) -> &str {
     }
 }
 
+/// The Content-Security-Policy of a page: scripts only from this server, the inline
+/// hydration scripts only with this response's `nonce`, and wasm.
+pub fn page_policy(nonce: &str) -> String {
+    format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+}
+
+/// The policy of every other answer (the sign-in page, static files, JSON): no
+/// inline script at all.
+const DEFAULT_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 /// Headers every answer carries: no MIME sniffing, never inside another site's
-/// frame, and a referrer only for this site.
+/// frame, a referrer only for this site, and a script policy (a page's own, with
+/// its nonce, when rendering set one).
 pub async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(DEFAULT_POLICY),
+        );
+    }
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -111,10 +138,6 @@ pub async fn security_headers(request: Request, next: Next) -> Response {
     headers.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
-    );
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("frame-ancestors 'none'"),
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response

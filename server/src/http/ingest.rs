@@ -2,7 +2,7 @@
 //! transaction, and answers only after the commit.
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{post, put};
@@ -16,6 +16,7 @@ use treeline_wire::{
     Warning,
 };
 
+use super::auth::{visible_run, Principal};
 use super::body;
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
@@ -31,6 +32,7 @@ pub fn router() -> Router<AppState> {
 
 async fn upsert_run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     raw: Body,
@@ -40,6 +42,26 @@ async fn upsert_run(
     let run: RunUpsert = serde_json::from_value(body::json(&bytes)?)
         .map_err(|e| ApiError::bad("invalid_body", format!("run: {e}")))?;
     run.validate()?;
+    if !who.sees(&run.project) {
+        return Err(ApiError::forbidden(
+            "forbidden",
+            format!(
+                "this key writes only to project {:?}, not {:?}",
+                who.project.as_deref().unwrap_or_default(),
+                run.project
+            ),
+        ));
+    }
+    if who.project.is_some() {
+        // The id is taken by a run this key cannot see: say so without naming it.
+        if let Some(other) = state.store.reads().run_project(&run_id).await? {
+            if !who.sees(&other) {
+                return Err(ApiError::Conflict(format!(
+                    "run id {run_id} is taken; choose another"
+                )));
+            }
+        }
+    }
     let created = state.store.upsert_run(&run_id, &run, now_us()).await?;
     let detail = state.store.reads().get_run(&run_id).await?;
     let status = if created {
@@ -52,11 +74,13 @@ async fn upsert_run(
 
 async fn finish_run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
+    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     idempotent(
         &state,
@@ -79,11 +103,13 @@ async fn finish_run(
 
 async fn write_metrics(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
+    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     idempotent(
         &state,
@@ -110,11 +136,13 @@ async fn write_metrics(
 
 async fn write_events(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
     check_id(&run_id, "run_id")?;
+    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     // Hashing and decoding a batch is long CPU work: off the async workers, which
     // also carry the store's writer from statement to statement. The key is looked

@@ -6,6 +6,8 @@ pub mod error;
 pub mod guard;
 pub mod ingest;
 pub mod query;
+pub mod secret;
+pub mod signin;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,6 +28,11 @@ pub struct AppState {
     pub allowed_hosts: Arc<Vec<String>>,
     /// How far back project-scoped trace browsing looks by default.
     pub window_us: i64,
+    /// Credentials are needed even with no key at all (the server listens beyond
+    /// loopback, where nobody may read without one).
+    pub require_auth: bool,
+    /// Session cookies are marked Secure (the dashboard is behind a TLS proxy).
+    pub secure_cookies: bool,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -37,6 +44,8 @@ impl AppState {
             api_keys: Arc::new(Vec::new()),
             allowed_hosts: Arc::new(Vec::new()),
             window_us: DEFAULT_WINDOW_US,
+            require_auth: false,
+            secure_cookies: false,
         }
     }
 }
@@ -48,14 +57,10 @@ pub fn now_us() -> i64 {
         .unwrap_or(0)
 }
 
-/// The `/api` router.
+/// The `/api` router. Its door (`auth::api_door`) stands before every route and
+/// the fallback too, so a route added later needs credentials like the others.
 pub fn router(state: AppState) -> Router {
-    let writes = ingest::router()
-        .route_layer(middleware::from_fn(guard::require_json))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_key,
-        ));
+    let writes = ingest::router().route_layer(middleware::from_fn(guard::require_json));
     Router::new()
         .merge(writes)
         .merge(query::router())
@@ -66,6 +71,10 @@ pub fn router(state: AppState) -> Router {
                 "no such API endpoint".into(),
             )
         })
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::api_door,
+        ))
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::disable())
         .with_state(state)

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Extension, Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use treeline_wire::limits::{
@@ -12,10 +12,11 @@ use treeline_wire::limits::{
 use treeline_wire::routes;
 use treeline_wire::{
     check_id, check_trace_id, downsample, MetricSeries, ProjectList, RunDetail, RunList,
-    SpanDetail, SpanKind, SpanPage, SpanStatus, StepsResponse, TraceList, TraceSummary,
-    TraceWindow,
+    SessionInfo, SpanDetail, SpanKind, SpanPage, SpanStatus, StepsResponse, TraceList,
+    TraceSummary, TraceWindow,
 };
 
+use super::auth::{visible_run, Principal, Via};
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
 use crate::store::{Cursor, TraceQuery, TraceSort};
@@ -32,6 +33,19 @@ pub fn router() -> Router<AppState> {
         .route(routes::TRACE, get(trace))
         .route(routes::SPANS, get(spans))
         .route(routes::SPAN, get(span))
+        .route(routes::SESSION, get(session))
+}
+
+/// Who the dashboard is signed in as, so it can offer to sign out.
+async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
+    let known = who.via != Via::Open;
+    Json(SessionInfo {
+        auth: known,
+        signed_in: who.via == Via::Session,
+        name: known.then(|| who.name.clone()),
+        scope: known.then(|| who.scope.as_str().to_string()),
+        project: who.project.clone(),
+    })
 }
 
 /// Query parameters, parsed leniently so that every problem is ours to word.
@@ -88,45 +102,67 @@ impl Params {
     }
 }
 
-async fn projects(State(state): State<AppState>) -> ApiResult<Json<ProjectList>> {
-    Ok(Json(state.store.reads().list_projects().await?))
+async fn projects(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> ApiResult<Json<ProjectList>> {
+    let mut list = state.store.reads().list_projects().await?;
+    list.projects.retain(|p| who.sees(&p.name));
+    Ok(Json(list))
 }
 
-async fn runs(State(state): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult<Json<RunList>> {
+/// The project a list is limited to: the one asked for, and for a project key its
+/// own. `Err(())` when the two differ, so the list is empty.
+fn list_project<'a>(asked: Option<&'a str>, who: &'a Principal) -> Result<Option<&'a str>, ()> {
+    match (asked, who.project.as_deref()) {
+        (Some(a), Some(own)) if a != own => Err(()),
+        (asked, own) => Ok(asked.or(own)),
+    }
+}
+
+async fn runs(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<RunList>> {
     let p = Params::new(raw);
     let cursor = p.cursor()?;
+    let limit = p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?;
+    let Ok(project) = list_project(p.text("project"), &who) else {
+        return Ok(Json(RunList::default()));
+    };
     Ok(Json(
         state
             .store
             .reads()
-            .list_runs(
-                p.text("project"),
-                p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?,
-                cursor.as_ref(),
-            )
+            .list_runs(project, limit, cursor.as_ref())
             .await?,
     ))
 }
 
 async fn run(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
 ) -> ApiResult<Json<RunDetail>> {
     check_id(&run_id, "run_id")?;
-    Ok(Json(find_run(&state, &run_id).await?))
+    Ok(Json(find_run(&state, &who, &run_id).await?))
 }
 
-async fn find_run(state: &AppState, run_id: &str) -> ApiResult<RunDetail> {
+/// The run, if the caller sees it: 404 `run_not_found` otherwise.
+async fn find_run(state: &AppState, who: &Principal, run_id: &str) -> ApiResult<RunDetail> {
     state
         .store
         .reads()
         .get_run(run_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("run_not_found", format!("run {run_id} not found")))
+        .filter(|run| who.sees(&run.summary.project))
+        .ok_or_else(|| ApiError::run_not_found(run_id))
 }
 
 async fn metrics(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<MetricSeries>> {
@@ -150,7 +186,7 @@ async fn metrics(
                 )
             })?,
     };
-    find_run(&state, &run_id).await?;
+    find_run(&state, &who, &run_id).await?;
     let (points, downsampled) = downsample(
         state.store.reads().metric_series(&run_id, &key).await?,
         max_points,
@@ -164,21 +200,23 @@ async fn metrics(
 
 async fn traces(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<TraceList>> {
     let p = Params::new(raw);
     let run_id = p.text("run_id").map(str::to_string);
-    list_traces(&state, p, run_id).await
+    list_traces(&state, &who, p, run_id).await
 }
 
 async fn run_traces(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<TraceList>> {
     check_id(&run_id, "run_id")?;
-    find_run(&state, &run_id).await?;
-    list_traces(&state, Params::new(raw), Some(run_id)).await
+    find_run(&state, &who, &run_id).await?;
+    list_traces(&state, &who, Params::new(raw), Some(run_id)).await
 }
 
 /// Parses the list filters of docs/api.md into a [`TraceQuery`].
@@ -262,10 +300,18 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
 
 async fn list_traces(
     state: &AppState,
+    who: &Principal,
     p: Params,
     run_id: Option<String>,
 ) -> ApiResult<Json<TraceList>> {
     let mut query = trace_query(&p, run_id)?;
+    if let Some(run_id) = &query.run_id {
+        visible_run(state, who, run_id).await?;
+    }
+    match list_project(query.project.as_deref(), who) {
+        Ok(project) => query.project = project.map(str::to_string),
+        Err(()) => return Ok(Json(TraceList::default())),
+    }
     // Browsing without a run covers a recent window only, and says so.
     let window = if query.run_id.is_none() && query.since_us.is_none() && query.until_us.is_none() {
         query.since_us = Some(now_us() - state.window_us);
@@ -288,10 +334,12 @@ async fn list_traces(
 
 async fn steps(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<StepsResponse>> {
     check_id(&run_id, "run_id")?;
+    visible_run(&state, &who, &run_id).await?;
     let p = Params::new(raw);
     Ok(Json(
         state
@@ -306,13 +354,22 @@ async fn steps(
     ))
 }
 
-async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult<TraceSummary> {
+/// The trace, if the caller sees it: 404 `run_not_found` or `trace_not_found`.
+async fn find_trace(
+    state: &AppState,
+    who: &Principal,
+    run_id: &str,
+    trace_id: &str,
+) -> ApiResult<TraceSummary> {
     check_id(run_id, "run_id")?;
     check_trace_id(trace_id, "trace_id")?;
     if let Some(trace) = state.store.reads().get_trace(run_id, trace_id).await? {
+        if !who.sees(&trace.project) {
+            return Err(ApiError::run_not_found(run_id));
+        }
         return Ok(trace);
     }
-    find_run(state, run_id).await?;
+    find_run(state, who, run_id).await?;
     Err(ApiError::not_found(
         "trace_not_found",
         format!("trace {trace_id} not found in run {run_id}"),
@@ -321,20 +378,22 @@ async fn find_trace(state: &AppState, run_id: &str, trace_id: &str) -> ApiResult
 
 async fn trace(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path((run_id, trace_id)): Path<(String, String)>,
 ) -> ApiResult<Json<TraceSummary>> {
-    Ok(Json(find_trace(&state, &run_id, &trace_id).await?))
+    Ok(Json(find_trace(&state, &who, &run_id, &trace_id).await?))
 }
 
 async fn spans(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path((run_id, trace_id)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SpanPage>> {
     let p = Params::new(raw);
     let limit = p.limit(SPAN_PAGE, SPAN_PAGE_MAX)?;
     let cursor = p.cursor()?;
-    find_trace(&state, &run_id, &trace_id).await?;
+    find_trace(&state, &who, &run_id, &trace_id).await?;
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
         check_id(parent, "parent_span_id")?;
@@ -365,10 +424,11 @@ fn span_not_found(span_id: &str, trace_id: &str) -> ApiError {
 
 async fn span(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path((run_id, trace_id, span_id)): Path<(String, String, String)>,
 ) -> ApiResult<Json<SpanDetail>> {
     check_id(&span_id, "span_id")?;
-    find_trace(&state, &run_id, &trace_id).await?;
+    find_trace(&state, &who, &run_id, &trace_id).await?;
     state
         .store
         .reads()

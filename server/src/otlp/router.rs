@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -22,8 +22,9 @@ use super::decode::{self, Format};
 use super::mapping::{micros, span_events};
 use super::order::{parents_first, Pair};
 use super::runs::{self, Runs};
+use crate::http::auth::{self, visible_run, Principal};
 use crate::http::error::{error_response, ApiError, ApiResult};
-use crate::http::{auth, body, now_us, AppState};
+use crate::http::{body, now_us, AppState};
 use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
 
 #[derive(Clone)]
@@ -49,16 +50,21 @@ pub fn router(state: AppState) -> Router {
                 )
             }),
         )
-        .route_layer(middleware::from_fn_with_state(state, auth::require_key))
+        .route_layer(middleware::from_fn_with_state(state, auth::api_door))
         .layer(DefaultBodyLimit::disable())
         .with_state(otlp)
 }
 
-async fn export(State(state): State<OtlpState>, headers: HeaderMap, raw: Body) -> Response {
+async fn export(
+    State(state): State<OtlpState>,
+    Extension(who): Extension<Principal>,
+    headers: HeaderMap,
+    raw: Body,
+) -> Response {
     let Some(format) = Format::of(&headers) else {
         return decode::unsupported(&headers);
     };
-    match handle(&state, &headers, raw, format).await {
+    match handle(&state, &who, &headers, raw, format).await {
         Ok(partial) => decode::response(format, partial),
         Err(e) => e.into_response(),
     }
@@ -66,6 +72,7 @@ async fn export(State(state): State<OtlpState>, headers: HeaderMap, raw: Body) -
 
 async fn handle(
     state: &OtlpState,
+    who: &Principal,
     headers: &HeaderMap,
     raw: Body,
     format: Format,
@@ -85,7 +92,21 @@ async fn handle(
     drop(bytes);
     let now = now_us();
     let (batches, mut report) = plan(&state.runs, request, header_run.as_deref(), now);
+    // A project key writes its project or nothing: checked before anything is stored.
+    if let Some(batch) = batches.values().find(|b| !who.sees(&b.project)) {
+        return Err(ApiError::forbidden(
+            "forbidden",
+            format!(
+                "this key writes only to project {:?}; the spans name project {:?}",
+                who.project.as_deref().unwrap_or_default(),
+                batch.project
+            ),
+        ));
+    }
     for (run_id, batch) in batches {
+        if who.project.is_some() {
+            visible_run(&state.app, who, &run_id).await?;
+        }
         state
             .runs
             .ensure(

@@ -1,9 +1,10 @@
 //! Storage, split by role: [`Reads`] (written once, over a [`dialect::Dialect`]),
-//! [`Ingest`] and [`Idempotency`]. Each database has its own migrations and its
+//! [`Ingest`], [`Idempotency`] and [`Access`] (keys and sessions). Each database has its own migrations and its
 //! own write path where behaviour truly differs (SQLite's group commit,
 //! PostgreSQL's run lock); one conformance suite (`tests/it/conformance.rs`) runs
 //! against both.
 
+mod access;
 mod cursor;
 mod dialect;
 mod group;
@@ -20,6 +21,7 @@ use treeline_wire::{
     BatchResponse, MetricPoint, RunFinish, RunUpsert, SpanEvent, SpanStatus, Warning,
 };
 
+pub use access::{Access, AccessStore, KeyRecord, SessionRecord};
 pub use cursor::Cursor;
 pub use postgres::PostgresStore;
 pub use reader::{Reader, Reads, MAX_ANCESTORS};
@@ -238,9 +240,11 @@ pub trait Idempotency: Send + Sync {
     async fn idempotency_prune(&self, before_us: i64) -> StoreResult<u64>;
 }
 
-/// A whole backend: its writes, its idempotency records and its reader.
+/// A whole backend: its writes, its idempotency records, its reader, and its keys
+/// and sessions.
 pub trait Store: Ingest + Idempotency + 'static {
     fn reads(&self) -> &dyn Reads;
+    fn access(&self) -> &dyn Access;
 }
 
 /// Opens the store a `--database-url` names: `sqlite:PATH` or `postgres://…`.

@@ -10,6 +10,7 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, Transaction};
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
+use super::access::{Access, AccessStore};
 use super::dialect::{Dialect, Sql};
 use super::reader::{Reader, Reads};
 use super::rows;
@@ -32,6 +33,7 @@ const READ_CONNECTIONS: u32 = 8;
 pub struct PostgresStore {
     pool: PgPool,
     reader: Reader<Postgres>,
+    access: AccessStore<Postgres>,
 }
 
 impl PostgresStore {
@@ -50,6 +52,7 @@ impl PostgresStore {
             .connect_with(options)
             .await?;
         Ok(PostgresStore {
+            access: AccessStore::new(reads.clone(), pool.clone()),
             pool,
             reader: Reader::new(reads),
         })
@@ -229,5 +232,9 @@ impl Idempotency for PostgresStore {
 impl Store for PostgresStore {
     fn reads(&self) -> &dyn Reads {
         &self.reader
+    }
+
+    fn access(&self) -> &dyn Access {
+        &self.access
     }
 }

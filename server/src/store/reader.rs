@@ -30,6 +30,8 @@ pub trait Reads: Send + Sync {
     ) -> StoreResult<RunList>;
     /// The run with its config and metric keys; `None` when there is no such run.
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
+    /// The run's project; `None` when there is no such run.
+    async fn run_project(&self, run_id: &str) -> StoreResult<Option<String>>;
     /// Every (step, value) of one metric, by step.
     async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>>;
     /// One page of trace summaries matching `query`, in its order, with the cursor
@@ -178,6 +180,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
             })
             .await?;
         Ok(RunList { runs, next_cursor })
+    }
+
+    async fn run_project(&self, run_id: &str) -> StoreResult<Option<String>> {
+        let mut q = Sql::new("SELECT project FROM runs WHERE run_id = ");
+        q.bind(run_id);
+        self.row(q)
+            .await?
+            .map(|r| r.req_text("project"))
+            .transpose()
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>> {

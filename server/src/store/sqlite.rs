@@ -13,6 +13,7 @@ use sqlx::{Sqlite, Transaction};
 use tokio::sync::oneshot;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
+use super::access::{Access, AccessStore};
 use super::dialect::Sql;
 use super::group::{GroupCommit, Refused};
 use super::merge::RunBatch;
@@ -44,6 +45,7 @@ const QUEUE_MAX_EVENTS: usize = 200_000;
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: Reader<Sqlite>,
+    access: AccessStore<Sqlite>,
     batches: GroupCommit<BatchJob>,
 }
 
@@ -95,6 +97,7 @@ impl SqliteStore {
             )
             .await?;
         Ok(SqliteStore {
+            access: AccessStore::new(reader.clone(), writer.clone()),
             writer,
             reader: Reader::new(reader),
             batches: GroupCommit::new(GROUP_MAX_EVENTS, QUEUE_MAX_EVENTS),
@@ -404,6 +407,10 @@ impl Idempotency for SqliteStore {
 impl Store for SqliteStore {
     fn reads(&self) -> &dyn Reads {
         &self.reader
+    }
+
+    fn access(&self) -> &dyn Access {
+        &self.access
     }
 }
 

@@ -306,7 +306,7 @@ async fn metric_points_are_checked_one_by_one() {
 }
 
 #[tokio::test]
-async fn with_api_keys_writes_need_a_bearer_token() {
+async fn with_api_keys_reads_and_writes_need_a_bearer_token() {
     let api = api_with_keys(vec!["secret-key".into()]).await;
     let body = json!({"project": "p"});
     assert_error(
@@ -340,11 +340,17 @@ async fn with_api_keys_writes_need_a_bearer_token() {
         &[("authorization", "bearer secret-key")],
     );
     assert_eq!(api.call(lower).await.status, StatusCode::OK);
-    assert_eq!(
-        api.get("/runs/r1").await.status,
-        StatusCode::OK,
-        "reads stay open"
+    // Reads need the key as well.
+    assert_error(
+        &api.get("/runs/r1").await,
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
     );
+    let read = Request::get("/runs/r1")
+        .header("authorization", "Bearer secret-key")
+        .body(Body::empty())
+        .unwrap();
+    assert_eq!(api.call(read).await.status, StatusCode::OK);
 }
 
 /// What a page of another site can send without a preflight: a form or a

@@ -17,6 +17,16 @@ pub(crate) struct TestStore {
     _dir: Option<tempfile::TempDir>,
 }
 
+impl TestStore {
+    /// The store at `url`, left in place when dropped.
+    pub(crate) async fn at(url: &str) -> TestStore {
+        TestStore {
+            store: store::open(url).await.expect("open store"),
+            _dir: None,
+        }
+    }
+}
+
 pub(crate) async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite:{}", dir.path().join("treeline.db").display());

@@ -1,6 +1,7 @@
 //! The integration tests, linked into one binary: each linked test binary of this
 //! crate carries the whole server, so one binary keeps build time and disk down.
 
+mod access;
 mod api;
 mod common;
 mod conformance;

@@ -103,8 +103,14 @@ impl Server {
     }
 
     async fn get(&self, path: &str) -> Value {
+        // The servers with keys in these tests all have the key `secret`.
         let reply = self
-            .call(Request::get(path).body(Body::empty()).unwrap())
+            .call(
+                Request::get(path)
+                    .header("authorization", "Bearer secret")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
             .await;
         assert_eq!(reply.status, StatusCode::OK, "{path}: {}", reply.json());
         reply.json()

@@ -98,7 +98,8 @@ async fn postgres_schema() -> Schema {
            CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
           WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations'
-            AND (x.indisprimary OR NOT x.indisunique)
+            AND (x.indisprimary OR NOT EXISTS
+                 (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid))
           GROUP BY i.relname, t.relname, x.indisprimary",
     )
     .fetch_all(&mut conn)

@@ -1,0 +1,190 @@
+//! `treeline keys`: create, list and revoke the API keys kept in the database. A
+//! running server sees a change with its next request.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::failure::{Context, Failure, Outcome};
+use crate::http::auth::Scope;
+use crate::http::{now_us, secret};
+use crate::store::{self, KeyRecord};
+
+#[derive(clap::Args)]
+pub struct KeysArgs {
+    #[command(subcommand)]
+    command: KeysCommand,
+    /// Directory of the embedded SQLite database, as given to `serve`.
+    #[arg(
+        long,
+        env = "TREELINE_DATA_DIR",
+        default_value = "./treeline-data",
+        global = true
+    )]
+    data_dir: PathBuf,
+    /// The database, as given to `serve`: sqlite:PATH or postgres://…
+    #[arg(long, env = "TREELINE_DATABASE_URL", global = true)]
+    database_url: Option<String>,
+}
+
+#[derive(clap::Subcommand)]
+enum KeysCommand {
+    /// Create a key and print it, once, as the last line of standard output.
+    Create {
+        /// read (look only), write (send runs and traces, and look) or admin
+        /// (everything, over every project).
+        #[arg(long, value_parser = ["read", "write", "admin"])]
+        scope: String,
+        /// Limit the key to one project: it sees nothing of the others.
+        #[arg(long)]
+        project: Option<String>,
+        /// A name to know the key by in `keys list`.
+        #[arg(long)]
+        name: Option<String>,
+    },
+    /// List the keys: id, name, scope, project, created and last used.
+    List,
+    /// End a key at once, and every browser session opened with it.
+    Revoke {
+        /// The key's id, as `keys list` shows it.
+        id: String,
+    },
+}
+
+pub async fn run_command(args: KeysArgs) -> Outcome {
+    let url = args.database_url.clone().unwrap_or_else(|| {
+        format!(
+            "sqlite:{}",
+            args.data_dir.join("treeline.db").to_string_lossy()
+        )
+    });
+    if url.starts_with("sqlite:") && args.database_url.is_none() {
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
+    }
+    let store = store::open(&url)
+        .await
+        .context("cannot open the database")?;
+    let access = store.access();
+    let mut out = std::io::stdout().lock();
+    match args.command {
+        KeysCommand::Create {
+            scope,
+            project,
+            name,
+        } => {
+            let scope = Scope::parse(&scope)
+                .ok_or_else(|| Failure::msg("--scope must be read, write or admin"))?;
+            if scope == Scope::Admin && project.is_some() {
+                return Err(Failure::msg(
+                    "an admin key covers every project; use --scope write or read with --project",
+                ));
+            }
+            if let Some(p) = &project {
+                treeline_wire::check_project(p)
+                    .map_err(|e| Failure::msg(format!("--project: {}", e.message)))?;
+            }
+            let key = secret::new_key().context("the system gave no randomness")?;
+            let record = KeyRecord {
+                id: secret::new_key_id().context("the system gave no randomness")?,
+                name: name.unwrap_or_else(|| format!("{} key", scope.as_str())),
+                scope: scope.as_str().to_string(),
+                project,
+                created_us: now_us(),
+                last_used_us: None,
+            };
+            access
+                .create_key(&record, &secret::digest(&key))
+                .await
+                .context("cannot store the key")?;
+            let reach = record
+                .project
+                .as_deref()
+                .map_or("every project".to_string(), |p| {
+                    format!("project {p:?} only")
+                });
+            writeln!(
+                out,
+                "Created {} ({}, {} scope, {reach}). It is shown this once; the server keeps only its digest:",
+                record.id, record.name, record.scope
+            )
+            .context("cannot write to standard output")?;
+            writeln!(out, "{key}").context("cannot write to standard output")?;
+        }
+        KeysCommand::List => {
+            let keys = access.list_keys().await.context("cannot read the keys")?;
+            if keys.is_empty() {
+                writeln!(
+                    out,
+                    "No stored keys. Create one with `treeline keys create --scope write`."
+                )
+                .context("cannot write to standard output")?;
+            } else {
+                write_table(&mut out, &keys).context("cannot write to standard output")?;
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            if !access
+                .revoke_key(&id)
+                .await
+                .context("cannot revoke the key")?
+            {
+                return Err(Failure::msg(format!(
+                    "no key has the id {id:?}; `treeline keys list` shows them"
+                )));
+            }
+            writeln!(
+                out,
+                "Revoked {id}: it and its browser sessions no longer work."
+            )
+            .context("cannot write to standard output")?;
+        }
+    }
+    Ok(())
+}
+
+fn write_table(out: &mut impl Write, keys: &[KeyRecord]) -> std::io::Result<()> {
+    let rows: Vec<[String; 6]> = keys
+        .iter()
+        .map(|k| {
+            [
+                k.id.clone(),
+                k.name.clone(),
+                k.scope.clone(),
+                k.project.clone().unwrap_or_else(|| "(all)".into()),
+                when(Some(k.created_us)),
+                when(k.last_used_us),
+            ]
+        })
+        .collect();
+    let header = ["ID", "NAME", "SCOPE", "PROJECT", "CREATED", "LAST USED"].map(String::from);
+    let mut widths = [0usize; 6];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let line: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect();
+        writeln!(out, "{}", line.join("  ").trim_end())?;
+    }
+    Ok(())
+}
+
+/// A time in microseconds as `YYYY-MM-DD HH:MM UTC`, or "never".
+fn when(us: Option<i64>) -> String {
+    let Some(us) = us else {
+        return "never".into();
+    };
+    let secs = us.div_euclid(1_000_000);
+    let (y, m, d) = treeline_wire::civil_date(secs.div_euclid(86_400));
+    let minute = secs.rem_euclid(86_400) / 60;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        minute / 60,
+        minute % 60
+    )
+}

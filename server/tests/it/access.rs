@@ -1,0 +1,794 @@
+//! A team server: keys and their scopes, project keys, browser sign-in, revocation,
+//! and cross-site requests, through the whole application router (pages, API,
+//! OTLP) on both databases.
+
+use crate::common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use tower::ServiceExt;
+use treeline_server::http::{secret, AppState};
+use treeline_server::store::KeyRecord;
+use treeline_wire::routes;
+
+const HOST: &str = "127.0.0.1:3000";
+const ORIGIN: &str = "http://127.0.0.1:3000";
+const BOOT: &str = "boot-key";
+
+struct Team {
+    app: Router,
+    t: common::TestStore,
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+
+    fn code(&self) -> String {
+        self.json()["error"]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn location(&self) -> &str {
+        self.headers
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The whole application on `t`, with one key given to `serve` (auth on).
+fn team(t: common::TestStore, configured: &[&str]) -> Team {
+    let mut state = AppState::new(t.store.clone());
+    state.api_keys = Arc::new(configured.iter().map(|k| k.to_string()).collect());
+    let addr = HOST.parse().expect("address");
+    Team {
+        app: treeline_server::serve::app(state, &std::env::temp_dir(), addr),
+        t,
+    }
+}
+
+impl Team {
+    async fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Body) -> Reply {
+        let mut request = Request::builder().method(method).uri(path);
+        if !headers.iter().any(|(k, _)| *k == "host") {
+            request = request.header("host", HOST);
+        }
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let response = self
+            .app
+            .clone()
+            .oneshot(request.body(body).expect("request"))
+            .await
+            .expect("answer");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        Reply {
+            status,
+            headers,
+            body: String::from_utf8_lossy(&bytes).into_owned(),
+        }
+    }
+
+    async fn get(&self, path: &str, key: &str) -> Reply {
+        let auth = format!("Bearer {key}");
+        self.call("GET", path, &[("authorization", &auth)], Body::empty())
+            .await
+    }
+
+    async fn send(&self, method: &str, path: &str, key: &str, body: Value) -> Reply {
+        let auth = format!("Bearer {key}");
+        let headers = [
+            ("authorization", auth.as_str()),
+            ("content-type", "application/json"),
+        ];
+        self.call(method, path, &headers, Body::from(body.to_string()))
+            .await
+    }
+
+    /// Stores a key and answers its secret.
+    async fn key(&self, scope: &str, project: Option<&str>) -> (String, String) {
+        let secret = secret::new_key().expect("randomness");
+        let id = secret::new_key_id().expect("randomness");
+        let record = KeyRecord {
+            id: id.clone(),
+            name: format!("{scope} test key"),
+            scope: scope.into(),
+            project: project.map(str::to_string),
+            created_us: 1,
+            last_used_us: None,
+        };
+        self.t
+            .store
+            .access()
+            .create_key(&record, &secret::digest(&secret))
+            .await
+            .expect("create key");
+        (id, secret)
+    }
+
+    /// Signs in with `key`; answers the session cookie (`name=value`).
+    async fn sign_in(&self, key: &str, next: &str) -> Reply {
+        let form = form_urlencoded::Serializer::new(String::new())
+            .append_pair("key", key)
+            .append_pair("next", next)
+            .finish();
+        self.call(
+            "POST",
+            "/login",
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("origin", ORIGIN),
+            ],
+            Body::from(form),
+        )
+        .await
+    }
+
+    /// A run in `project` with one trace of a root and a child span.
+    async fn seed(&self, run: &str, project: &str) {
+        let reply = self
+            .send(
+                "PUT",
+                &format!("/api/runs/{run}"),
+                BOOT,
+                json!({"project": project}),
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+        let events = json!({"events": [
+            common::open(&format!("t-{run}"), "root", None, "agent", 1_000),
+            common::open(&format!("t-{run}"), "child", Some("root"), "llm", 1_100),
+            common::close(&format!("t-{run}"), "child", "ok", 1_200),
+            common::close(&format!("t-{run}"), "root", "ok", 1_300),
+        ]});
+        let reply = self
+            .send(
+                "POST",
+                &format!("/api/runs/{run}/traces/events"),
+                BOOT,
+                events,
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+        let points = json!({"points": [{"key": "reward", "step": 1, "value": 0.5}]});
+        let reply = self
+            .send("POST", &format!("/api/runs/{run}/metrics"), BOOT, points)
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+    }
+}
+
+fn cookie_of(reply: &Reply) -> String {
+    let set = reply
+        .headers
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie");
+    set.split(';').next().unwrap_or_default().to_string()
+}
+
+/// A template's placeholders filled with `x`.
+fn filled(template: &str) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find(['{', ':']) {
+        out.push_str(&rest[..open]);
+        out.push('x');
+        let after = &rest[open..];
+        let end = after.find(['}', '/']).map_or(after.len(), |e| {
+            e + usize::from(after.as_bytes()[e] == b'}')
+        });
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[tokio::test]
+async fn every_route_needs_credentials_when_auth_is_on() {
+    let app = team(common::sqlite().await, &[BOOT]);
+    let mut walked = 0;
+    for (method, template) in routes::ALL {
+        let path = format!("{}{}", routes::API_PREFIX, filled(template));
+        let reply = app.call(method, &path, &[], Body::empty()).await;
+        assert_eq!(
+            reply.status,
+            StatusCode::UNAUTHORIZED,
+            "{method} {path}: {}",
+            reply.body
+        );
+        assert_eq!(reply.code(), "unauthorized", "{method} {path}");
+        walked += 1;
+    }
+    assert!(walked >= 15, "the route list shrank to {walked}");
+    // The door stands before routing: a path no route has yet is refused too.
+    for (method, path) in [("GET", "/api/not-yet-a-route"), ("DELETE", "/api/runs/x")] {
+        let reply = app.call(method, path, &[], Body::empty()).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}");
+    }
+    let reply = app
+        .call("POST", routes::OTLP_TRACES, &[], Body::empty())
+        .await;
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "OTLP");
+    // Every page the dashboard has sends a signed-out browser to sign in.
+    let pages = leptos_axum::generate_route_list(treeline_app::App);
+    assert!(pages.len() >= 3);
+    for page in pages {
+        let path = filled(page.path());
+        let reply = app.call("GET", &path, &[], Body::empty()).await;
+        assert_eq!(reply.status, StatusCode::SEE_OTHER, "page {path}");
+        assert!(reply.location().starts_with("/login?next="), "page {path}");
+    }
+    // What stays open: health, the sign-in page, and the static bundle.
+    assert_eq!(
+        app.call("GET", "/healthz", &[], Body::empty()).await.status,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.call("GET", "/login", &[], Body::empty()).await.status,
+        StatusCode::OK
+    );
+}
+
+async fn scopes_read_write_admin(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    let (_, read) = app.key("read", None).await;
+    let (_, write) = app.key("write", None).await;
+    let (_, admin) = app.key("admin", None).await;
+    app.seed("r0", "alpha").await;
+    for key in [&read, &write, &admin] {
+        assert_eq!(app.get("/api/runs/r0", key).await.status, StatusCode::OK);
+        assert_eq!(app.get("/api/projects", key).await.status, StatusCode::OK);
+    }
+    let refused = app
+        .send("PUT", "/api/runs/r1", &read, json!({"project": "alpha"}))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert_eq!(refused.code(), "forbidden");
+    let refused = app
+        .send(
+            "POST",
+            "/api/runs/r0/finish",
+            &read,
+            json!({"status": "finished"}),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    for (run, key) in [("r2", &write), ("r3", &admin)] {
+        let made = app
+            .send(
+                "PUT",
+                &format!("/api/runs/{run}"),
+                key,
+                json!({"project": "beta"}),
+            )
+            .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    }
+    // Nothing the read key tried was written.
+    assert_eq!(
+        app.get("/api/runs/r1", &admin).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/runs/r0", &admin).await.json()["status"],
+        "running"
+    );
+}
+
+#[tokio::test]
+async fn read_keys_read_and_write_keys_also_write_sqlite() {
+    scopes_read_write_admin(common::sqlite().await).await;
+}
+
+#[tokio::test]
+async fn read_keys_read_and_write_keys_also_write_postgres() {
+    scopes_read_write_admin(common::postgres().await).await;
+}
+
+async fn a_project_key_sees_only_its_project(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    app.seed("ra", "alpha").await;
+    app.seed("rb", "beta").await;
+    let (_, key) = app.key("write", Some("alpha")).await;
+    let projects = app.get("/api/projects", &key).await.json();
+    let names: Vec<&str> = projects["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(names, ["alpha"]);
+    let ids = |list: Value, field: &str| -> Vec<String> {
+        list[field]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r["run_id"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(ids(app.get("/api/runs", &key).await.json(), "runs"), ["ra"]);
+    assert!(ids(app.get("/api/runs?project=beta", &key).await.json(), "runs").is_empty());
+    assert_eq!(
+        ids(app.get("/api/traces", &key).await.json(), "traces"),
+        ["ra"]
+    );
+    assert!(ids(
+        app.get("/api/traces?project=beta", &key).await.json(),
+        "traces"
+    )
+    .is_empty());
+    // Search finds only this project's traces, though both match.
+    assert_eq!(
+        ids(app.get("/api/traces?q=agent", &key).await.json(), "traces"),
+        ["ra"]
+    );
+    let (_, admin) = app.key("admin", None).await;
+    assert_eq!(
+        ids(
+            app.get("/api/traces?q=agent", &admin).await.json(),
+            "traces"
+        )
+        .len(),
+        2
+    );
+    // The other project's run, trace and span answer exactly as absent ones do.
+    for path in [
+        "/api/runs/rb",
+        "/api/runs/rb/metrics?key=reward",
+        "/api/runs/rb/traces",
+        "/api/traces?run_id=rb",
+        "/api/runs/rb/traces/steps",
+        "/api/runs/rb/traces/t-rb",
+        "/api/runs/rb/traces/t-rb/spans",
+        "/api/runs/rb/traces/t-rb/spans/root",
+    ] {
+        let hidden = app.get(path, &key).await;
+        let absent = app.get(&path.replace("rb", "nope"), &key).await;
+        assert_eq!(
+            hidden.status,
+            StatusCode::NOT_FOUND,
+            "{path}: {}",
+            hidden.body
+        );
+        assert_eq!(hidden.code(), absent.code(), "{path}");
+        assert_eq!(app.get(path, &admin).await.status, StatusCode::OK, "{path}");
+    }
+    // Writes: only into its project, and another project's run is not there.
+    let refused = app
+        .send("PUT", "/api/runs/rc", &key, json!({"project": "beta"}))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    let hidden = app
+        .send(
+            "POST",
+            "/api/runs/rb/traces/events",
+            &key,
+            json!({"events": []}),
+        )
+        .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
+    let hidden = app
+        .send(
+            "POST",
+            "/api/runs/rb/finish",
+            &key,
+            json!({"status": "failed"}),
+        )
+        .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
+    let taken = app
+        .send("PUT", "/api/runs/rb", &key, json!({"project": "alpha"}))
+        .await;
+    assert_eq!(taken.status, StatusCode::CONFLICT);
+    assert!(!taken.body.contains("beta"), "{}", taken.body);
+    assert_eq!(
+        app.get("/api/runs/rb", &admin).await.json()["status"],
+        "running"
+    );
+    let made = app
+        .send("PUT", "/api/runs/rc", &key, json!({"project": "alpha"}))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    // OTLP: spans naming another project are refused whole.
+    let otlp = json!({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "treeline.project", "value": {"stringValue": "beta"}}]},
+        "scopeSpans": [{"spans": [{"traceId": "0102030405060708090a0b0c0d0e0f10",
+            "spanId": "0102030405060708", "name": "x",
+            "startTimeUnixNano": "1000000000", "endTimeUnixNano": "2000000000"}]}]}]});
+    let refused = app.send("POST", "/v1/traces", &key, otlp).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+}
+
+#[tokio::test]
+async fn a_project_key_sees_only_its_project_sqlite() {
+    a_project_key_sees_only_its_project(common::sqlite().await).await;
+}
+
+#[tokio::test]
+async fn a_project_key_sees_only_its_project_postgres() {
+    a_project_key_sees_only_its_project(common::postgres().await).await;
+}
+
+async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    let (id, key) = app.key("read", None).await;
+    let signed = app.sign_in(&key, "/traces").await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.body);
+    let cookie = cookie_of(&signed);
+    let with_cookie = [("cookie", cookie.as_str())];
+    assert_eq!(app.get("/api/projects", &key).await.status, StatusCode::OK);
+    let page = app.call("GET", "/", &with_cookie, Body::empty()).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let api = app
+        .call("GET", "/api/projects", &with_cookie, Body::empty())
+        .await;
+    assert_eq!(api.status, StatusCode::OK);
+    assert!(app.t.store.access().revoke_key(&id).await.expect("revoke"));
+    assert_eq!(
+        app.get("/api/projects", &key).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let page = app.call("GET", "/", &with_cookie, Body::empty()).await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    let api = app
+        .call("GET", "/api/projects", &with_cookie, Body::empty())
+        .await;
+    assert_eq!(api.status, StatusCode::UNAUTHORIZED);
+    assert!(!app
+        .t
+        .store
+        .access()
+        .revoke_key(&id)
+        .await
+        .expect("revoke again"));
+}
+
+#[tokio::test]
+async fn revoking_a_key_ends_its_use_and_its_sessions_sqlite() {
+    revoking_ends_api_use_and_sessions(common::sqlite().await).await;
+}
+
+#[tokio::test]
+async fn revoking_a_key_ends_its_use_and_its_sessions_postgres() {
+    revoking_ends_api_use_and_sessions(common::postgres().await).await;
+}
+
+#[tokio::test]
+async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_it() {
+    let app = team(common::sqlite().await, &[BOOT]);
+    let deep = "/traces?run_id=r1&trace_id=t1&span_id=s1";
+    let visit = app.call("GET", deep, &[], Body::empty()).await;
+    assert_eq!(visit.status, StatusCode::SEE_OTHER);
+    let login = visit.location().to_string();
+    let page = app.call("GET", &login, &[], Body::empty()).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.body
+            .contains(r#"name="next" value="/traces?run_id=r1&amp;trace_id=t1&amp;span_id=s1""#),
+        "{}",
+        page.body
+    );
+
+    let wrong = app.sign_in("not-a-key", deep).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.get("set-cookie").is_none());
+    assert!(wrong.body.contains("not valid"));
+
+    let signed = app.sign_in(BOOT, deep).await;
+    assert_eq!(signed.status, StatusCode::SEE_OTHER);
+    assert_eq!(signed.location(), deep);
+    let set = signed.headers["set-cookie"].to_str().expect("ascii");
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("Max-Age="),
+        "{set}"
+    );
+    assert!(!set.contains("Secure"), "plain http: {set}");
+    let cookie = cookie_of(&signed);
+    let me = app
+        .call("GET", "/api/session", &[("cookie", &cookie)], Body::empty())
+        .await
+        .json();
+    assert_eq!(me["signed_in"], true);
+    assert_eq!(me["scope"], "admin");
+    // Signed in, the sign-in page goes straight on.
+    let again = app
+        .call("GET", &login, &[("cookie", &cookie)], Body::empty())
+        .await;
+    assert_eq!(
+        (again.status, again.location()),
+        (StatusCode::SEE_OTHER, deep)
+    );
+
+    // No open redirect.
+    let elsewhere = app.sign_in(BOOT, "https://evil.example/").await;
+    assert_eq!(elsewhere.location(), "/");
+    let elsewhere = app.sign_in(BOOT, "//evil.example/").await;
+    assert_eq!(elsewhere.location(), "/");
+
+    // Behind a TLS proxy the cookie is Secure.
+    let form = format!("key={BOOT}&next=%2F");
+    let proxied = app
+        .call(
+            "POST",
+            "/login",
+            &[
+                ("content-type", "application/x-www-form-urlencoded"),
+                ("x-forwarded-proto", "https"),
+            ],
+            Body::from(form),
+        )
+        .await;
+    assert!(proxied.headers["set-cookie"]
+        .to_str()
+        .expect("ascii")
+        .contains("Secure"));
+
+    // Signing out from another site is refused; from this one it ends the session.
+    let forged = app
+        .call(
+            "POST",
+            "/logout",
+            &[("cookie", &cookie), ("origin", "http://evil.example")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    assert_eq!(forged.code(), "cross_site_request");
+    let out = app
+        .call(
+            "POST",
+            "/logout",
+            &[("cookie", &cookie), ("origin", ORIGIN)],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(
+        (out.status, out.location()),
+        (StatusCode::SEE_OTHER, "/login")
+    );
+    assert!(out.headers["set-cookie"]
+        .to_str()
+        .expect("ascii")
+        .contains("Max-Age=0"));
+    let after = app
+        .call("GET", "/", &[("cookie", &cookie)], Body::empty())
+        .await;
+    assert_eq!(after.status, StatusCode::SEE_OTHER);
+}
+
+async fn run_status(app: &Team, run: &str) -> (Value, Value) {
+    let detail = app.get(&format!("/api/runs/{run}"), BOOT).await.json();
+    (detail["status"].clone(), detail["trace_count"].clone())
+}
+
+#[tokio::test]
+async fn cross_site_requests_are_refused_and_write_nothing() {
+    // Keyless loopback: a page of any site can post to 127.0.0.1 without a
+    // preflight only with a form's content types, and those are refused.
+    let open = team(common::sqlite().await, &[]);
+    let made = open
+        .send("PUT", "/api/runs/r1", "", json!({"project": "p"}))
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED);
+    let events = json!({"events": [common::open("t", "s", None, "llm", 1)]}).to_string();
+    for content_type in [
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ] {
+        for path in ["/api/runs/r1/traces/events", "/api/runs/r1/finish"] {
+            let reply = open
+                .call(
+                    "POST",
+                    path,
+                    &[
+                        ("content-type", content_type),
+                        ("origin", "http://evil.example"),
+                    ],
+                    Body::from(events.clone()),
+                )
+                .await;
+            assert_eq!(
+                reply.status,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "{content_type} {path}"
+            );
+        }
+    }
+    let run = open
+        .call("GET", "/api/runs/r1", &[], Body::empty())
+        .await
+        .json();
+    assert_eq!(
+        (run["status"].clone(), run["trace_count"].clone()),
+        (json!("running"), json!(0))
+    );
+    let rebound = open
+        .call(
+            "GET",
+            "/api/projects",
+            &[("host", "attacker.example")],
+            Body::empty(),
+        )
+        .await;
+    assert_eq!(rebound.status, StatusCode::FORBIDDEN);
+
+    // With a session cookie, a change must come from this site.
+    let app = team(common::sqlite().await, &[BOOT]);
+    app.seed("r1", "p").await;
+    let cookie = cookie_of(&app.sign_in(BOOT, "/").await);
+    let finish = json!({"status": "failed"}).to_string();
+    for origin in [
+        &[("origin", "http://evil.example")][..],
+        &[("sec-fetch-site", "cross-site")][..],
+        &[][..],
+    ] {
+        let mut headers = vec![
+            ("cookie", cookie.as_str()),
+            ("content-type", "application/json"),
+        ];
+        headers.extend_from_slice(origin);
+        let reply = app
+            .call(
+                "POST",
+                "/api/runs/r1/finish",
+                &headers,
+                Body::from(finish.clone()),
+            )
+            .await;
+        assert_eq!(
+            reply.status,
+            StatusCode::FORBIDDEN,
+            "{origin:?}: {}",
+            reply.body
+        );
+        assert_eq!(reply.code(), "cross_site_request");
+    }
+    assert_eq!(run_status(&app, "r1").await.0, "running");
+    let same = app
+        .call(
+            "POST",
+            "/api/runs/r1/finish",
+            &[
+                ("cookie", &cookie),
+                ("content-type", "application/json"),
+                ("origin", ORIGIN),
+            ],
+            Body::from(finish),
+        )
+        .await;
+    assert_eq!(same.status, StatusCode::OK, "{}", same.body);
+    assert_eq!(run_status(&app, "r1").await.0, "failed");
+}
+
+#[tokio::test]
+async fn pages_carry_a_script_policy_with_their_own_nonce() {
+    let app = team(common::sqlite().await, &[]);
+    let page = app.call("GET", "/", &[], Body::empty()).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let policy = page.headers["content-security-policy"]
+        .to_str()
+        .expect("ascii");
+    assert!(
+        policy.contains("frame-ancestors 'none'") && policy.contains("'wasm-unsafe-eval'"),
+        "{policy}"
+    );
+    let nonce = policy
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce in the policy");
+    assert!(nonce.len() >= 16, "{nonce}");
+    assert!(
+        page.body.contains(&format!(r#"nonce="{nonce}""#)),
+        "the hydration script carries the nonce"
+    );
+    let second = app.call("GET", "/", &[], Body::empty()).await;
+    assert!(!second.headers["content-security-policy"]
+        .to_str()
+        .expect("ascii")
+        .contains(nonce));
+    // Answers that are not pages allow no inline script at all.
+    let api = app.call("GET", "/api/projects", &[], Body::empty()).await;
+    let policy = api.headers["content-security-policy"]
+        .to_str()
+        .expect("ascii");
+    assert!(
+        !policy.contains("nonce") && policy.contains("script-src 'self'"),
+        "{policy}"
+    );
+}
+
+#[tokio::test]
+async fn the_keys_command_creates_lists_and_revokes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().to_string_lossy().to_string();
+    let treeline = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
+            .args(args)
+            .args(["--data-dir", &data])
+            .output()
+            .expect("run treeline");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, out, err) = treeline(&[
+        "keys",
+        "create",
+        "--scope",
+        "read",
+        "--project",
+        "alpha",
+        "--name",
+        "ci",
+    ]);
+    assert!(ok, "{err}");
+    let key = out.lines().last().expect("the key, last").to_string();
+    assert!(key.starts_with("tl_"), "{out}");
+    let (ok, list, _) = treeline(&["keys", "list"]);
+    assert!(ok);
+    assert!(
+        list.contains("ci")
+            && list.contains("read")
+            && list.contains("alpha")
+            && list.contains("never"),
+        "{list}"
+    );
+    assert!(!list.contains(&key), "a key is shown only once");
+    let id = list
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split_whitespace().next())
+        .expect("an id")
+        .to_string();
+    let t = common::TestStore::at(&format!("sqlite:{data}/treeline.db")).await;
+    assert!(t
+        .store
+        .access()
+        .key_by_digest(&secret::digest(&key))
+        .await
+        .expect("lookup")
+        .is_some());
+    let (ok, _, err) = treeline(&["keys", "create", "--scope", "admin", "--project", "alpha"]);
+    assert!(!ok && err.contains("every project"), "{err}");
+    let (ok, out, _) = treeline(&["keys", "revoke", &id]);
+    assert!(ok, "{out}");
+    assert!(t
+        .store
+        .access()
+        .key_by_digest(&secret::digest(&key))
+        .await
+        .expect("lookup")
+        .is_none());
+    let (ok, _, err) = treeline(&["keys", "revoke", &id]);
+    assert!(!ok && err.contains("no key"), "{err}");
+}
