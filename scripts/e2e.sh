@@ -4,29 +4,44 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '\033[1m[e2e]\033[0m %s\n' "$*"; }
+TREELINE="$ROOT/target/release/treeline"
 DATA=$(mktemp -d /tmp/treeline-e2e.XXXXXX)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-say "starting target/release/treeline on 127.0.0.1:$PORT with a fresh data directory"
-"$ROOT/target/release/treeline" serve --addr "127.0.0.1:$PORT" --data-dir "$DATA" >"$DATA/server.log" 2>&1 &
-SERVER=$!
+AUTH_DATA=$(mktemp -d /tmp/treeline-e2e-auth.XXXXXX)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+AUTH_PORT=$(free_port)
+SERVERS=()
 cleanup() {
-  kill "$SERVER" 2>/dev/null || true
-  wait "$SERVER" 2>/dev/null || true
-  rm -rf "$DATA"
+  for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  rm -rf "$DATA" "$AUTH_DATA"
 }
 trap cleanup EXIT
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break
-  sleep 0.1
-done
-curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$DATA/server.log"; exit 1; }
+# serve PORT DATA: starts a server and waits until it answers.
+serve() {
+  "$TREELINE" serve --addr "127.0.0.1:$1" --data-dir "$2" >"$2/server.log" 2>&1 &
+  SERVERS+=($!)
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$1/healthz" >/dev/null && return 0
+    sleep 0.1
+  done
+  cat "$2/server.log"; exit 1
+}
+say "starting target/release/treeline on 127.0.0.1:$PORT with a fresh data directory"
+serve "$PORT" "$DATA"
+# A team server: keys stored with `treeline keys create`, so it asks for sign-in.
+AUTH_WRITE_KEY=$("$TREELINE" keys create --scope write --name "e2e writer" --data-dir "$AUTH_DATA" | tail -n 1)
+AUTH_READ_KEY=$("$TREELINE" keys create --scope read --name "e2e reader" --data-dir "$AUTH_DATA" | tail -n 1)
+export AUTH_WRITE_KEY AUTH_READ_KEY AUTH_BASE_URL="http://127.0.0.1:$AUTH_PORT"
+say "starting a second one, with stored keys, on 127.0.0.1:$AUTH_PORT"
+serve "$AUTH_PORT" "$AUTH_DATA"
 # The demo, with its big trace scaled down: demo.spec.ts checks it, and every other
 # spec must pass beside it.
 say "loading the demo (--small) into it"
-"$ROOT/target/release/treeline" demo --url "http://127.0.0.1:$PORT" --small >"$DATA/demo.log" 2>&1 \
+"$TREELINE" demo --url "http://127.0.0.1:$PORT" --small >"$DATA/demo.log" 2>&1 \
   || { cat "$DATA/demo.log"; tail -50 "$DATA/server.log"; exit 1; }
 cd "$ROOT/end2end"
 say "running the Playwright tests in ${CHROMIUM:-/usr/bin/chromium}"
 if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test; then
-  echo "--- server log ---"; tail -50 "$DATA/server.log"; exit 1
+  echo "--- server log ---"; tail -50 "$DATA/server.log"
+  echo "--- signed-in server log ---"; tail -30 "$AUTH_DATA/server.log"; exit 1
 fi

@@ -34,6 +34,32 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// Who is signed in, and the way out; nothing when the server needs no sign-in or
+/// the caller came with a key rather than a session.
+#[component]
+fn Account() -> impl IntoView {
+    let me = Resource::new(|| (), |_| api::session());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || {
+                me.get().and_then(Result::ok).filter(|s| s.signed_in).map(|s| {
+                    let reach = s.project.as_ref().map_or_else(
+                        || "every project".to_string(),
+                        |p| format!("project {p} only"),
+                    );
+                    let title = format!("{} key, {reach}", s.scope.unwrap_or_default());
+                    view! {
+                        <form class="account" method="post" action="/logout">
+                            <span class="who" title=title>{s.name.unwrap_or_default()}</span>
+                            <button type="submit">"Sign out"</button>
+                        </form>
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -47,6 +73,7 @@ pub fn App() -> impl IntoView {
                     <a href="/">"Runs"</a>
                     <a href="/traces">"Traces"</a>
                 </nav>
+                <Account/>
             </header>
             <main>
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>

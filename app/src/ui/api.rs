@@ -7,11 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::routes::{
-    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_STEPS, SPAN, SPANS, TRACE, TRACES,
+    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_STEPS, SESSION, SPAN, SPANS,
+    TRACE, TRACES,
 };
 use treeline_wire::{
-    MetricSeries, ProjectList, RunDetail, RunList, SpanDetail, SpanPage, StepsResponse, TraceList,
-    TraceSummary,
+    MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
+    StepsResponse, TraceList, TraceSummary,
 };
 
 /// A failed read, as a page shows it.
@@ -91,6 +92,9 @@ async fn fetch<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
         .await
         .map_err(|e| ApiError::other(format!("the server could not be reached: {e}")))?;
     let status = response.status();
+    if status == 401 {
+        sign_in_again();
+    }
     let body = response
         .text()
         .await
@@ -99,6 +103,20 @@ async fn fetch<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
         return Err(ApiError::from_body(status, &body));
     }
     serde_json::from_str(&body).map_err(|e| ApiError::other(e.to_string()))
+}
+
+/// The session ended (expired, signed out elsewhere, key revoked): back to the
+/// sign-in page, which returns here afterwards.
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+fn sign_in_again() {
+    if let Some(location) = web_sys::window().map(|w| w.location()) {
+        let here = format!(
+            "{}{}",
+            location.pathname().unwrap_or_default(),
+            location.search().unwrap_or_default()
+        );
+        let _ = location.assign(&format!("/login?next={}", encode(&here)));
+    }
 }
 
 pub use treeline_wire::routes::encode;
@@ -114,6 +132,11 @@ pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// Who the dashboard is signed in as.
+pub async fn session() -> Result<SessionInfo, ApiError> {
+    get(path(SESSION, &[])).await
 }
 
 pub async fn projects() -> Result<ProjectList, ApiError> {
