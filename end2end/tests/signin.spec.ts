@@ -18,7 +18,7 @@ test.beforeAll(async ({ playwright }) => {
   expect(put.ok(), await put.text()).toBeTruthy();
   const events = [
     { op: "open", trace_id: "t1", span_id: "root", name: "rollout 1", kind: "rollout", ts: 1000 },
-    { op: "open", trace_id: "t1", span_id: "plan", parent_span_id: "root", name: "plan step", kind: "llm", ts: 1100 },
+    { op: "open", trace_id: "t1", span_id: "plan", parent_span_id: "root", name: "plan step", kind: "model", ts: 1100 },
     { op: "close", trace_id: "t1", span_id: "plan", status: "ok", ts: 1200 },
     { op: "open", trace_id: "t1", span_id: "lookup", parent_span_id: "root", name: "lookup tool", kind: "tool", ts: 1300 },
     { op: "close", trace_id: "t1", span_id: "lookup", status: "ok", ts: 1400 },
@@ -26,6 +26,7 @@ test.beforeAll(async ({ playwright }) => {
   ];
   const sent = await api.post(`/api/runs/${RUN}/traces/events`, { data: { events } });
   expect(sent.ok(), await sent.text()).toBeTruthy();
+  expect((await sent.json()).rejected).toEqual([]);
   // Reads need a key too.
   const anonymous = await playwright.request.newContext({ baseURL: BASE });
   expect((await anonymous.get(`/api/runs/${RUN}`)).status()).toBe(401);
@@ -48,8 +49,8 @@ test("a signed-out deep link signs in, then opens the same span; signing out end
   await expect(inspector.getByText("lookup", { exact: true })).toBeVisible();
 
   // Hydrated under the page's script policy: a click moves the selection and the URL.
-  await tree.getByRole("treeitem", { name: /plan step/ }).click();
-  await expect(page).toHaveURL(/span_id=plan/);
+  await tree.getByRole("treeitem", { name: /rollout 1/ }).click();
+  await expect(page).toHaveURL(/span_id=root/);
 
   await page.getByRole("button", { name: "Sign out" }).click();
   await expect(page).toHaveURL(/\/login$/);

@@ -160,7 +160,7 @@ impl Team {
         assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
         let events = json!({"events": [
             common::open(&format!("t-{run}"), "root", None, "agent", 1_000),
-            common::open(&format!("t-{run}"), "child", Some("root"), "llm", 1_100),
+            common::open(&format!("t-{run}"), "child", Some("root"), "model", 1_100),
             common::close(&format!("t-{run}"), "child", "ok", 1_200),
             common::close(&format!("t-{run}"), "root", "ok", 1_300),
         ]});
@@ -596,7 +596,7 @@ async fn cross_site_requests_are_refused_and_write_nothing() {
         .send("PUT", "/api/runs/r1", "", json!({"project": "p"}))
         .await;
     assert_eq!(made.status, StatusCode::CREATED);
-    let events = json!({"events": [common::open("t", "s", None, "llm", 1)]}).to_string();
+    let events = json!({"events": [common::open("t", "s", None, "model", 1)]}).to_string();
     for content_type in [
         "text/plain",
         "application/x-www-form-urlencoded",
