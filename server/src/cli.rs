@@ -214,7 +214,12 @@ async fn serve_command(args: ServeArgs) -> Outcome {
         "postgres".into()
     };
     tracing::info!(%database, site = %site_root.display(), "Treeline is serving on http://{addr}");
-    if load_demo {
+    if load_demo && state.api_keys.is_empty() && stored_keys {
+        tracing::warn!(
+            "demo: not loaded, as this server has only stored keys; load it with \
+             `treeline demo --api-key <a write key>`"
+        );
+    } else if load_demo {
         spawn_demo(addr, state.api_keys.first().cloned());
     } else if args.demo {
         tracing::info!("demo: the database already has runs; not loading the demo");

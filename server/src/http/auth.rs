@@ -115,6 +115,21 @@ pub async fn auth_on(state: &AppState) -> ApiResult<bool> {
     Ok(state.require_auth || !state.api_keys.is_empty() || state.store.access().any_key().await?)
 }
 
+/// The answer of [`auth_on`] for one request, kept in its extensions by the first
+/// layer that asks, so a request costs one lookup.
+#[derive(Clone, Copy, Debug)]
+pub struct AuthOn(pub bool);
+
+/// [`auth_on`] for `request`, asked once.
+pub async fn request_auth_on(state: &AppState, request: &mut Request) -> ApiResult<bool> {
+    if let Some(AuthOn(on)) = request.extensions().get::<AuthOn>() {
+        return Ok(*on);
+    }
+    let on = auth_on(state).await?;
+    request.extensions_mut().insert(AuthOn(on));
+    Ok(on)
+}
+
 /// The caller a request's credentials name: `None` without any, 401 for a key
 /// that is not valid. A session that expired or whose key was revoked is no
 /// credential at all.
@@ -211,7 +226,7 @@ async fn caller(state: &AppState, request: &mut Request) -> ApiResult<Option<Pri
     if let Some(known) = request.extensions().get::<Principal>() {
         return Ok(Some(known.clone()));
     }
-    if !auth_on(state).await? {
+    if !request_auth_on(state, request).await? {
         return Ok(Some(Principal::open()));
     }
     // Only the headers cross the await: a request's body is not Sync.

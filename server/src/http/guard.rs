@@ -46,8 +46,12 @@ fn is_json(content_type: &str) -> bool {
 /// Without API keys the server trusts whoever reaches it, which must then be this
 /// machine: a Host that names anything but a loopback address or an allowed host is
 /// a page of another site that rebound its name to us.
-pub async fn check_host(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let open = match super::auth::auth_on(&state).await {
+pub async fn check_host(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let open = match super::auth::request_auth_on(&state, &mut request).await {
         Ok(on) => !on,
         Err(e) => return e.into_response(),
     };
