@@ -67,11 +67,12 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
         .merge(pages)
-        .layer(middleware::from_fn(http::guard::security_headers))
         .layer(middleware::from_fn_with_state(
             state,
             http::guard::check_host,
         ))
+        // Outermost, so even a refused Host gets the headers.
+        .layer(middleware::from_fn(http::guard::security_headers))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))

@@ -29,6 +29,10 @@ pub struct IngestArgs {
     /// Database for the benchmark's own server (default: SQLite in a temporary directory).
     #[arg(long)]
     pub database_url: Option<String>,
+    /// Give the benchmark's own server a stored write key and send it with every
+    /// request, so each one is authenticated as on a team server.
+    #[arg(long)]
+    pub with_key: bool,
 }
 
 /// Pre-encoded request bodies, so the figure measures the server, not JSON encoding.
@@ -69,15 +73,18 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
 
 pub async fn ingest(args: IngestArgs) -> Outcome {
     let mut _temp = None;
+    let mut key = None;
     let base = match &args.url {
         Some(url) => url.clone(),
         None => {
-            let (base, dir) = super::start_server(args.database_url.clone()).await?;
+            let (base, dir, k) =
+                super::start_server_with(args.database_url.clone(), args.with_key).await?;
             _temp = dir;
+            key = k;
             base
         }
     };
-    let client = Client::new(&base);
+    let client = Client::new(&base).with_api_key(key);
     let run_id = format!("bench-{}", &new_key()[..12]);
     client
         .put_run(

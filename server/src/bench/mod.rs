@@ -9,17 +9,32 @@ pub use query::{query, QueryArgs};
 use crate::failure::{Context, Outcome};
 use std::time::Duration;
 
-use crate::http::AppState;
+use crate::http::{secret, AppState};
 use crate::{serve, store};
 
 /// Starts a server of the benchmark's own on a free loopback port, on `url` or on
 /// SQLite in a temporary directory (kept alive by the returned guard).
 pub async fn start_server(url: Option<String>) -> Outcome<(String, Option<tempfile::TempDir>)> {
+    let (base, dir, _) = start_server_with(url, false).await?;
+    Ok((base, dir))
+}
+
+/// [`start_server`], and with `with_key` a stored write key (returned) that the
+/// server then asks every request for, as a team server does.
+pub async fn start_server_with(
+    url: Option<String>,
+    with_key: bool,
+) -> Outcome<(String, Option<tempfile::TempDir>, Option<String>)> {
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
     let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.path().join("bench.db").display()));
     let store = store::open(&url)
         .await
         .with_context(|| format!("cannot open {url}"))?;
+    let key = if with_key {
+        Some(bench_key(store.as_ref()).await?)
+    } else {
+        None
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .context("cannot listen on a loopback port")?;
@@ -29,14 +44,37 @@ pub async fn start_server(url: Option<String>) -> Outcome<(String, Option<tempfi
     let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
     tokio::spawn(async move { axum::serve(listener, app).await });
     println!(
-        "server: {} on http://{addr}",
+        "server: {} on http://{addr}{}",
         if url.starts_with("sqlite:") {
             "SQLite"
         } else {
             "PostgreSQL"
+        },
+        if with_key {
+            ", every request checked against a stored write key"
+        } else {
+            ", no keys"
         }
     );
-    Ok((format!("http://{addr}"), Some(dir)))
+    Ok((format!("http://{addr}"), Some(dir), key))
+}
+
+async fn bench_key(store: &dyn store::Store) -> Outcome<String> {
+    let key = secret::new_key().context("the system gave no randomness")?;
+    let record = store::KeyRecord {
+        id: secret::new_key_id().context("the system gave no randomness")?,
+        name: "bench".into(),
+        scope: "write".into(),
+        project: None,
+        created_us: crate::http::now_us(),
+        last_used_us: None,
+    };
+    store
+        .access()
+        .create_key(&record, &secret::digest(&key))
+        .await
+        .context("cannot store the bench key")?;
+    Ok(key)
 }
 
 /// The `p` quantile (0..=1) of durations sorted ascending; zero when there are none.

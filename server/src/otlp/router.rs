@@ -22,7 +22,7 @@ use super::decode::{self, Format};
 use super::mapping::{micros, span_events};
 use super::order::{parents_first, Pair};
 use super::runs::{self, Runs};
-use crate::http::auth::{self, visible_run, Principal};
+use crate::http::auth::{self, Principal};
 use crate::http::error::{error_response, ApiError, ApiResult};
 use crate::http::{body, now_us, AppState};
 use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
@@ -92,7 +92,8 @@ async fn handle(
     drop(bytes);
     let now = now_us();
     let (batches, mut report) = plan(&state.runs, request, header_run.as_deref(), now);
-    // A project key writes its project or nothing: checked before anything is stored.
+    // A project key writes its project or nothing: all checked before anything is
+    // stored. A run that does not exist yet is created in the key's project.
     if let Some(batch) = batches.values().find(|b| !who.sees(&b.project)) {
         return Err(ApiError::forbidden(
             "forbidden",
@@ -103,10 +104,15 @@ async fn handle(
             ),
         ));
     }
-    for (run_id, batch) in batches {
-        if who.project.is_some() {
-            visible_run(&state.app, who, &run_id).await?;
+    if who.project.is_some() {
+        for run_id in batches.keys() {
+            let project = state.app.store.reads().run_project(run_id).await?;
+            if project.is_some_and(|p| !who.sees(&p)) {
+                return Err(ApiError::run_not_found(run_id));
+            }
         }
+    }
+    for (run_id, batch) in batches {
         state
             .runs
             .ensure(

@@ -421,8 +421,22 @@ async fn a_project_key_sees_only_its_project(t: common::TestStore) {
         "scopeSpans": [{"spans": [{"traceId": "0102030405060708090a0b0c0d0e0f10",
             "spanId": "0102030405060708", "name": "x",
             "startTimeUnixNano": "1000000000", "endTimeUnixNano": "2000000000"}]}]}]});
-    let refused = app.send("POST", "/v1/traces", &key, otlp).await;
+    let refused = app.send("POST", "/v1/traces", &key, otlp.clone()).await;
     assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    // Its own project's spans go in, into a run created for them.
+    let mut own = otlp;
+    own["resourceSpans"][0]["resource"]["attributes"][0]["value"]["stringValue"] = json!("alpha");
+    let stored = app.send("POST", "/v1/traces", &key, own.clone()).await;
+    assert_eq!(stored.status, StatusCode::OK, "{}", stored.body);
+    let runs = app.get("/api/runs?project=alpha", &key).await.json();
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(3), "{runs}");
+    // Into a named run of another project: refused whole, as if it were not there.
+    own["resourceSpans"][0]["resource"]["attributes"]
+        .as_array_mut()
+        .expect("attributes")
+        .push(json!({"key": "treeline.run_id", "value": {"stringValue": "rb"}}));
+    let hidden = app.send("POST", "/v1/traces", &key, own).await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
 }
 
 #[tokio::test]

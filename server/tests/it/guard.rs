@@ -47,9 +47,10 @@ async fn get(app: &Router, path: &str, host: &str) -> (StatusCode, axum::http::H
 async fn a_keyless_server_answers_only_to_loopback_hosts() {
     let (app, _store) = app(vec![], vec!["dash.internal".into()]).await;
     for path in ["/healthz", "/api/projects", "/"] {
-        let (status, _, body) = get(&app, path, "attacker.example").await;
+        let (status, headers, body) = get(&app, path, "attacker.example").await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{path}: {body}");
         assert!(body.contains("host_not_allowed"), "{path}: {body}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         let (status, _, _) = get(&app, path, "attacker.example:3000").await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{path}");
     }
