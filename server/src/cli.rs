@@ -160,7 +160,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     let load_demo = args.demo
         && store
             .reads()
-            .list_runs(None, 1, None)
+            .list_runs(None, None, 1, None)
             .await
             .context("cannot read the database")?
             .runs

@@ -16,6 +16,8 @@ pub const TRACES: &str = "/traces";
 pub const RUN_TRACES: &str = "/runs/{run_id}/traces";
 pub const RUN_TRACE_EVENTS: &str = "/runs/{run_id}/traces/events";
 pub const RUN_TRACE_STEPS: &str = "/runs/{run_id}/traces/steps";
+/// The root-attribute keys of a run's traces, for the filter builder.
+pub const RUN_TRACE_ATTRIBUTES: &str = "/runs/{run_id}/traces/attributes";
 pub const TRACE: &str = "/runs/{run_id}/traces/{trace_id}";
 pub const SPANS: &str = "/runs/{run_id}/traces/{trace_id}/spans";
 pub const SPAN: &str = "/runs/{run_id}/traces/{trace_id}/spans/{span_id}";
@@ -35,6 +37,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUN_TRACES),
     ("POST", RUN_TRACE_EVENTS),
     ("GET", RUN_TRACE_STEPS),
+    ("GET", RUN_TRACE_ATTRIBUTES),
     ("GET", TRACE),
     ("GET", SPANS),
     ("GET", SPAN),

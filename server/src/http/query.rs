@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use treeline_wire::filter::{AttributeKeys, TraceFilter, MAX_FILTERS};
 use treeline_wire::limits::{
     MAX_SEARCH_TERMS, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
     RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX, TRACES_PAGE, TRACES_PAGE_MAX,
@@ -33,6 +34,7 @@ pub fn router() -> Router<AppState> {
         .route(routes::TRACE, get(trace))
         .route(routes::SPANS, get(spans))
         .route(routes::SPAN, get(span))
+        .route(routes::RUN_TRACE_ATTRIBUTES, get(attributes))
         .route(routes::SESSION, get(session))
 }
 
@@ -48,20 +50,36 @@ async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
     })
 }
 
-/// Query parameters, parsed leniently so that every problem is ours to word.
-struct Params(HashMap<String, String>);
+/// Query parameters, parsed leniently so that every problem is ours to word. A
+/// repeated name keeps its last value, except where [`Params::all`] asks for each.
+struct Params {
+    last: HashMap<String, String>,
+    pairs: Vec<(String, String)>,
+}
 
 impl Params {
     fn new(raw: Option<String>) -> Self {
-        let pairs = form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        Params(pairs)
+        let pairs: Vec<(String, String)> =
+            form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+        Params {
+            last: pairs.iter().cloned().collect(),
+            pairs,
+        }
+    }
+
+    /// Every value given for `name`, in order.
+    fn all<'p>(&'p self, name: &'p str) -> impl Iterator<Item = &'p str> + 'p {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     fn text(&self, name: &str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
+        self.last.get(name).map(String::as_str)
     }
 
     fn int(&self, name: &str) -> ApiResult<Option<i64>> {
@@ -135,7 +153,7 @@ async fn runs(
         state
             .store
             .reads()
-            .list_runs(project, limit, cursor.as_ref())
+            .list_runs(project, p.text("q"), limit, cursor.as_ref())
             .await?,
     ))
 }
@@ -258,6 +276,17 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
             ),
         ));
     }
+    let given = p.all("filter").count();
+    if given > MAX_FILTERS {
+        return Err(ApiError::bad(
+            "bad_filter",
+            format!("{given} filters given; at most {MAX_FILTERS} are allowed"),
+        ));
+    }
+    let filters: Vec<TraceFilter> = p
+        .all("filter")
+        .map(TraceFilter::parse)
+        .collect::<Result<_, _>>()?;
     let sort = match p.text("sort").unwrap_or("updated") {
         "updated" => TraceSort::Updated,
         "duration" => TraceSort::Duration,
@@ -287,6 +316,7 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
         statuses,
         kinds,
         terms,
+        filters,
         since_us: p.int("since_us")?,
         until_us: p.int("until_us")?,
         min_step: p.non_negative("min_step")?,
@@ -330,6 +360,16 @@ async fn list_traces(
     let mut list = state.store.reads().list_traces(&query).await?;
     list.window = window;
     Ok(Json(list))
+}
+
+async fn attributes(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(run_id): Path<String>,
+) -> ApiResult<Json<AttributeKeys>> {
+    check_id(&run_id, "run_id")?;
+    find_run(&state, &who, &run_id).await?;
+    Ok(Json(state.store.reads().attribute_keys(&run_id).await?))
 }
 
 async fn steps(

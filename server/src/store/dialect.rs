@@ -197,6 +197,20 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         run_id: &'e str,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'e;
 
+    /// The root attribute `key` of `t.attributes` as a number; NULL when it is
+    /// missing or not a number.
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str);
+    /// The attribute as a string (compared byte by byte); NULL unless a string.
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str);
+    /// Whether the attribute is the boolean `value`.
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool);
+    /// Whether the attribute is there and not null.
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str);
+    /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
+    /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
+    /// text (strings and booleans).
+    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
+
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
@@ -212,6 +226,12 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         trace_id: &'a str,
         condition: &str,
     );
+}
+
+/// SQLite's JSON path of a top-level key, quoted so that a dotted name is one key.
+/// (Filter parsing keeps `"` out of names.)
+fn json_path(key: &str) -> String {
+    format!("$.\"{key}\"")
 }
 
 impl Dialect for Sqlite {
@@ -234,6 +254,49 @@ impl Dialect for Sqlite {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("json_patch({old}, {new})")
+    }
+
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("CASE WHEN json_type(t.attributes, ")
+            .bind(json_path(key))
+            .push(") IN ('integer', 'real') THEN json_extract(t.attributes, ")
+            .bind(json_path(key))
+            .push(") END");
+    }
+
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("CASE WHEN json_type(t.attributes, ")
+            .bind(json_path(key))
+            .push(") = 'text' THEN json_extract(t.attributes, ")
+            .bind(json_path(key))
+            .push(") END");
+    }
+
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool) {
+        q.push("json_type(t.attributes, ")
+            .bind(json_path(key))
+            .push(if value { ") = 'true'" } else { ") = 'false'" });
+    }
+
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("COALESCE(json_type(t.attributes, ")
+            .bind(json_path(key))
+            .push("), 'null') <> 'null'");
+    }
+
+    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
+        q.push(
+            "(SELECT t.trace_id AS trace, a.key AS key,
+                     CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
+                                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
+                     CASE WHEN a.type IN ('integer', 'real') THEN a.value END AS num,
+                     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
+                                 WHEN 'false' THEN 'false' END AS text
+                FROM traces t, json_each(t.attributes) a
+               WHERE a.type IN ('integer', 'real', 'text', 'true', 'false') AND t.run_id = ",
+        )
+        .bind(run_id)
+        .push(")");
     }
 
     fn push_each_span<'a>(
@@ -276,6 +339,50 @@ impl Dialect for Postgres {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("({old}::jsonb || {new}::jsonb)::text")
+    }
+
+    // CASE, not AND: PostgreSQL may evaluate AND's sides in either order, and the
+    // cast must never see a string.
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("CASE WHEN jsonb_typeof(t.attributes::jsonb -> ")
+            .bind(key)
+            .push(") = 'number' THEN (t.attributes::jsonb ->> ")
+            .bind(key)
+            .push(")::float8 END");
+    }
+
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("CASE WHEN jsonb_typeof(t.attributes::jsonb -> ")
+            .bind(key)
+            .push(") = 'string' THEN (t.attributes::jsonb ->> ")
+            .bind(key)
+            .push(") END COLLATE \"C\"");
+    }
+
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool) {
+        q.push("(t.attributes::jsonb -> ").bind(key).push(if value {
+            ") = 'true'::jsonb"
+        } else {
+            ") = 'false'::jsonb"
+        });
+    }
+
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
+        q.push("COALESCE(jsonb_typeof(t.attributes::jsonb -> ")
+            .bind(key)
+            .push("), 'null') <> 'null'");
+    }
+
+    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
+        q.push(
+            "(SELECT t.trace_id AS trace, a.key AS key, jsonb_typeof(a.value) AS kind,
+                     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
+                     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text
+                FROM traces t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
+               WHERE jsonb_typeof(a.value) IN ('number', 'string', 'boolean') AND t.run_id = ",
+        )
+        .bind(run_id)
+        .push(")");
     }
 
     fn push_each_span<'a>(

@@ -184,6 +184,8 @@ pub struct TraceQuery {
     /// Bits of the kinds asked for; 0 for any.
     pub kinds: i64,
     pub terms: Vec<String>,
+    /// All must hold.
+    pub filters: Vec<treeline_wire::filter::TraceFilter>,
     pub since_us: Option<i64>,
     pub until_us: Option<i64>,
     pub min_step: Option<i64>,

@@ -7,6 +7,11 @@ use treeline_wire::{
     StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
 };
 
+use treeline_wire::filter::{
+    AttributeKey, AttributeKeys, Field, Op, Test, Total, TraceFilter, Value, ValueCount,
+    MAX_ATTRIBUTE_KEYS, TOP_VALUES,
+};
+
 use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
@@ -21,10 +26,12 @@ pub const MAX_ANCESTORS: i64 = 100_000;
 pub trait Reads: Send + Sync {
     /// Every project with its run and trace counts, most recently updated first.
     async fn list_projects(&self) -> StoreResult<ProjectList>;
-    /// Runs (of `project`, or all), newest start first, paged by `cursor`.
+    /// Runs (of `project`, or all; whose name or id contains `search`, if given),
+    /// newest start first, paged by `cursor`.
     async fn list_runs(
         &self,
         project: Option<&str>,
+        search: Option<&str>,
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<RunList>;
@@ -56,6 +63,9 @@ pub trait Reads: Send + Sync {
         trace_id: &str,
         span_id: &str,
     ) -> StoreResult<Option<SpanDetail>>;
+    /// The root-attribute keys of the run's traces, by type, most common first: at
+    /// most `MAX_ATTRIBUTE_KEYS`, each with its range or its most common values.
+    async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys>;
     /// Per-step trace activity in `[min_step, max_step]`, at most `STEP_LIMIT` steps,
     /// with the run's totals. `RunNotFound` for an unknown run.
     async fn steps(
@@ -130,6 +140,44 @@ impl<DB: Dialect> Reader<DB> {
     }
 }
 
+/// Pushes the condition of one trace filter (on `t`, the traces table).
+fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
+    let total = |t: Total| match t {
+        Total::Errors => "t.error_count",
+        Total::Spans => "t.span_count",
+        Total::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
+        Total::Iterations => "t.iteration_count",
+        Total::Duration => "(t.end_us - t.start_us)",
+        Total::Step => "t.step",
+        Total::Rank => "t.rank",
+    };
+    match (&filter.field, &filter.test) {
+        (Field::Total(t), Test::Exists) => {
+            q.push(format!("{} IS NOT NULL", total(*t)));
+        }
+        (Field::Total(t), Test::Compare(op, Value::Number(n))) => {
+            q.push(format!("{} {} ", total(*t), op.symbol())).bind(*n);
+        }
+        // A total is a number: against a string or a boolean nothing matches.
+        (Field::Total(_), Test::Compare(..)) => {
+            q.push("1 = 0");
+        }
+        (Field::Attr(key), Test::Exists) => DB::push_attr_exists(q, key),
+        (Field::Attr(key), Test::Compare(op, Value::Number(n))) => {
+            DB::push_attr_number(q, key);
+            q.push(format!(" {} ", op.symbol())).bind(*n);
+        }
+        (Field::Attr(key), Test::Compare(op, Value::Text(text))) => {
+            DB::push_attr_text(q, key);
+            q.push(format!(" {} ", op.symbol())).bind(text);
+        }
+        (Field::Attr(key), Test::Compare(op, Value::Bool(b))) => {
+            // Parsing allows only = and != with a boolean.
+            DB::push_attr_is(q, key, if *op == Op::Ne { !*b } else { *b });
+        }
+    }
+}
+
 #[async_trait]
 impl<DB: Dialect> Reads for Reader<DB> {
     async fn list_projects(&self) -> StoreResult<ProjectList> {
@@ -158,6 +206,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
     async fn list_runs(
         &self,
         project: Option<&str>,
+        search: Option<&str>,
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<RunList> {
@@ -167,6 +216,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
         ));
         if let Some(p) = project {
             q.push(" AND project = ").bind(p);
+        }
+        if let Some(text) = search {
+            let like = DB::LIKE_ANY_CASE;
+            let pattern = format!("%{}%", rows::escape_like(text));
+            q.push(format!(" AND (name {like} "))
+                .bind(pattern.clone())
+                .push(format!(" ESCAPE '\\' OR run_id {like} "))
+                .bind(pattern)
+                .push(" ESCAPE '\\')");
         }
         let order = Keyset {
             columns: &["start_us", "run_id"],
@@ -275,6 +333,10 @@ impl<DB: Dialect> Reads for Reader<DB> {
             }
             q.push(")");
         }
+        for filter in &query.filters {
+            q.push(" AND ");
+            push_filter(&mut q, filter);
+        }
         let order = Keyset {
             columns: &[sort, "t.run_id", "t.trace_id"],
             descending: !query.ascending,
@@ -298,6 +360,53 @@ impl<DB: Dialect> Reads for Reader<DB> {
             next_cursor,
             window: None,
         })
+    }
+
+    async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {
+        let mut q = Sql::<DB>::new(
+            "SELECT key, kind, COUNT(*) AS traces, CAST(MIN(num) AS DOUBLE PRECISION) AS min,
+                    CAST(MAX(num) AS DOUBLE PRECISION) AS max FROM ",
+        );
+        DB::push_attr_rows(&mut q, run_id);
+        q.push(format!(
+            " a GROUP BY key, kind ORDER BY COUNT(*) DESC, key, kind LIMIT {MAX_ATTRIBUTE_KEYS}"
+        ));
+        let mut keys = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(AttributeKey {
+                    key: r.req_text("key")?,
+                    kind: r.req_text("kind")?,
+                    traces: r.req_int("traces")?,
+                    min: r.float("min")?,
+                    max: r.float("max")?,
+                    values: Vec::new(),
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        // The most common values of each string or boolean key, in one query.
+        let mut q = Sql::<DB>::new(
+            "SELECT key, kind, text, traces FROM (SELECT key, kind, text, COUNT(*) AS traces,
+                    ROW_NUMBER() OVER (PARTITION BY key, kind ORDER BY COUNT(*) DESC, text) AS n
+               FROM ",
+        );
+        DB::push_attr_rows(&mut q, run_id);
+        q.push(format!(
+            " a WHERE text IS NOT NULL GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
+              ORDER BY key, kind, traces DESC, text"
+        ));
+        for r in self.rows(q).await?.iter() {
+            let (key, kind) = (r.req_text("key")?, r.req_text("kind")?);
+            if let Some(k) = keys.iter_mut().find(|k| k.key == key && k.kind == kind) {
+                k.values.push(ValueCount {
+                    value: r.req_text("text")?,
+                    traces: r.req_int("traces")?,
+                });
+            }
+        }
+        Ok(AttributeKeys { attributes: keys })
     }
 
     async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>> {

@@ -451,3 +451,54 @@ async fn trace_lists_report_their_window_and_limit_search_terms() {
         "invalid_cursor",
     );
 }
+
+#[tokio::test]
+async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
+    let api = api().await;
+    api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
+    let events = json!({"events": [
+        {"op": "open", "trace_id": "a", "span_id": "root", "name": "a", "kind": "rollout", "ts": 1,
+         "attributes": {"reward": 0.2}},
+        {"op": "open", "trace_id": "b", "span_id": "root", "name": "b", "kind": "rollout", "ts": 2,
+         "attributes": {"reward": 0.9}},
+    ]});
+    let sent = api.send("POST", "/runs/r1/traces/events", events).await;
+    assert_eq!(sent.body["rejected"], json!([]), "{}", sent.body);
+    let low = api
+        .get("/runs/r1/traces?filter=attr.reward%20%3C%200.5")
+        .await;
+    assert_eq!(low.status, StatusCode::OK);
+    let ids: Vec<&str> = low.body["traces"]
+        .as_array()
+        .expect("traces")
+        .iter()
+        .filter_map(|t| t["trace_id"].as_str())
+        .collect();
+    assert_eq!(ids, ["a"]);
+    let bad = api.get("/traces?run_id=r1&filter=reward%20%3E%201").await;
+    assert_error(&bad, StatusCode::BAD_REQUEST, "bad_filter");
+    let message = bad.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\"reward > 1\"") && message.contains("attr.NAME"),
+        "{message}"
+    );
+    let nine = "&filter=step%20%3E%200".repeat(9);
+    assert_error(
+        &api.get(&format!("/runs/r1/traces?{nine}")).await,
+        StatusCode::BAD_REQUEST,
+        "bad_filter",
+    );
+    let keys = api.get("/runs/r1/traces/attributes").await;
+    assert_eq!(keys.status, StatusCode::OK);
+    assert_eq!(keys.body["attributes"][0]["key"], "reward");
+    assert_eq!(keys.body["attributes"][0]["min"], 0.2);
+    assert_error(
+        &api.get("/runs/nope/traces/attributes").await,
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    );
+    let runs = api.get("/runs?q=R1").await;
+    assert_eq!(runs.body["runs"].as_array().map(Vec::len), Some(1));
+    let none = api.get("/runs?q=zzz").await;
+    assert_eq!(none.body["runs"].as_array().map(Vec::len), Some(0));
+}

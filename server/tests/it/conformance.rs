@@ -9,6 +9,7 @@ use serde_json::json;
 use treeline_server::store::{
     Cursor, EventBatch, Receipt, Store, StoreError, TraceQuery, TraceSort, Written,
 };
+use treeline_wire::filter::TraceFilter;
 use treeline_wire::{
     BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
 };
@@ -955,6 +956,209 @@ async fn missing_things_are_none_never_another(s: S) {
         .is_none());
 }
 
+/// Twelve traces of one run with root attributes of every type, three of them with
+/// a failed child under a root that recovered.
+async fn attribute_run(s: &S) {
+    run(s, "r1").await;
+    for i in 0..12i64 {
+        let t = format!("t{i:02}");
+        let mut attributes = json!({
+            "task": if i % 2 == 0 { "math word" } else { "code" },
+            "solved": i % 3 == 0,
+        });
+        if i < 10 {
+            attributes["reward"] = json!(i as f64 / 10.0);
+        } else if i == 10 {
+            attributes["reward"] = json!("high");
+        }
+        let mut events = vec![with(
+            open(&t, "root", None, "rollout", i * 10),
+            json!({"step": i, "attributes": attributes}),
+        )];
+        if i % 4 == 1 {
+            events.push(open(&t, "tool", Some("root"), "tool", i * 10 + 1));
+            events.push(close(&t, "tool", "error", i * 10 + 2));
+        }
+        events.push(close(&t, "root", "ok", i * 10 + 5));
+        write(s, "r1", &events).await;
+    }
+}
+
+/// The trace ids (their numbers) a list with `filters` gives, in id order.
+async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        filters: filters
+            .iter()
+            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+            .collect(),
+        limit: 100,
+        ..Default::default()
+    };
+    let mut ids: Vec<i64> = s
+        .reads()
+        .list_traces(&query)
+        .await
+        .expect("list")
+        .traces
+        .iter()
+        .map(|t| t.trace_id[1..].parse().expect("a number"))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
+    attribute_run(&s).await;
+    let cases: &[(&[&str], &[i64])] = &[
+        (&["attr.reward < 0.5"], &[0, 1, 2, 3, 4]),
+        (&["attr.reward >= 0.5"], &[5, 6, 7, 8, 9]),
+        (&["attr.reward > 0.25", "attr.reward <= 0.4"], &[3, 4]),
+        // A number never equals a string, either way round.
+        (&["attr.reward != 0.3"], &[0, 1, 2, 4, 5, 6, 7, 8, 9]),
+        (&["attr.reward = high"], &[10]),
+        (&["attr.reward > \"a\""], &[10]),
+        (&["attr.reward exists"], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+        (&["attr.missing exists"], &[]),
+        (&["attr.missing < 1"], &[]),
+        (&["attr.task = \"math word\""], &[0, 2, 4, 6, 8, 10]),
+        (&["attr.task < d"], &[1, 3, 5, 7, 9, 11]),
+        (&["attr.task = 1"], &[]),
+        (&["attr.solved = true"], &[0, 3, 6, 9]),
+        (&["attr.solved != true"], &[1, 2, 4, 5, 7, 8, 10, 11]),
+        (&["attr.solved = false", "attr.task = code"], &[1, 5, 7, 11]),
+        // Failed beneath, though every root recovered.
+        (&["error_count > 0"], &[1, 5, 9]),
+        (&["error_count > 0", "attr.reward < 0.5"], &[1]),
+        (&["span_count >= 2"], &[1, 5, 9]),
+        (&["step >= 5", "step <= 8"], &[5, 6, 7, 8]),
+        (&["step = 3"], &[3]),
+        (
+            &["duration_us = 5"],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+        ),
+        (&["rank exists"], &[]),
+        (&["error_count = \"1\""], &[]),
+        (&["error_count != true"], &[]),
+    ];
+    for (filters, want) in cases {
+        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
+    }
+    // Filters combine with the other criteria and page without repeats or gaps.
+    let mut query = TraceQuery {
+        run_id: Some("r1".into()),
+        statuses: vec![SpanStatus::Ok],
+        filters: vec![TraceFilter::parse("attr.reward exists").expect("valid")],
+        sort: TraceSort::Errors,
+        limit: 3,
+        ..Default::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = s.reads().list_traces(&query).await.expect("page");
+        seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 11);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 11);
+    assert_eq!(
+        &seen[..3],
+        ["t09", "t05", "t01"],
+        "errors first, then ids descending"
+    );
+}
+
+async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
+    attribute_run(&s).await;
+    let keys = s
+        .reads()
+        .attribute_keys("r1")
+        .await
+        .expect("keys")
+        .attributes;
+    let find = |key: &str, kind: &str| {
+        keys.iter()
+            .find(|k| k.key == key && k.kind == kind)
+            .unwrap_or_else(|| panic!("{key} {kind} in {keys:?}"))
+    };
+    let reward = find("reward", "number");
+    assert_eq!(
+        (reward.traces, reward.min, reward.max),
+        (10, Some(0.0), Some(0.9))
+    );
+    assert!(reward.values.is_empty());
+    let high = find("reward", "string");
+    assert_eq!(high.traces, 1);
+    assert_eq!(high.values[0].value, "high");
+    let task = find("task", "string");
+    assert_eq!(task.traces, 12);
+    let values: Vec<(&str, i64)> = task
+        .values
+        .iter()
+        .map(|v| (v.value.as_str(), v.traces))
+        .collect();
+    assert_eq!(values, [("code", 6), ("math word", 6)]);
+    let solved = find("solved", "boolean");
+    let values: Vec<(&str, i64)> = solved
+        .values
+        .iter()
+        .map(|v| (v.value.as_str(), v.traces))
+        .collect();
+    assert_eq!(values, [("false", 8), ("true", 4)]);
+    assert_eq!(keys.len(), 4);
+    assert!(s
+        .reads()
+        .attribute_keys("nope")
+        .await
+        .expect("none")
+        .attributes
+        .is_empty());
+}
+
+async fn runs_are_found_by_a_piece_of_their_name_or_id(s: S) {
+    for (id, name) in [
+        ("ppo-1", "PPO seed 1"),
+        ("grpo-7", "grpo math"),
+        ("x_100%", "odd"),
+    ] {
+        let upsert = RunUpsert {
+            project: "p".into(),
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        s.upsert_run(id, &upsert, 1).await.expect("run");
+    }
+    let found = |q: &'static str| {
+        let s = s.clone();
+        async move {
+            let mut ids: Vec<String> = s
+                .reads()
+                .list_runs(None, Some(q), 50, None)
+                .await
+                .expect("runs")
+                .runs
+                .into_iter()
+                .map(|r| r.run_id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(found("po").await, ["grpo-7", "ppo-1"]);
+    assert_eq!(found("PPO").await, ["ppo-1"]);
+    assert_eq!(found("MATH").await, ["grpo-7"]);
+    assert_eq!(
+        found("%").await,
+        ["x_100%"],
+        "a % is a character, not a wildcard"
+    );
+    assert_eq!(found("_1").await, ["x_100%"]);
+    assert!(found("nothing").await.is_empty());
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -993,4 +1197,7 @@ conformance!(
     racing_creations_of_one_run_create_it_once,
     trace_lists_filter_search_and_page_without_duplicates,
     missing_things_are_none_never_another,
+    filters_compare_totals_and_root_attributes_by_type,
+    attribute_keys_give_types_counts_ranges_and_common_values,
+    runs_are_found_by_a_piece_of_their_name_or_id,
 );
