@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use axum::extract::{Extension, Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
-use treeline_wire::filter::{AttributeKeys, TraceFilter, MAX_FILTERS};
+use treeline_wire::filter::{AttributeKeys, TraceFilter, ATTR_PREFIX, MAX_FILTERS};
 use treeline_wire::limits::{
     MAX_SEARCH_TERMS, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
     RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX, TRACES_PAGE, TRACES_PAGE_MAX,
@@ -293,12 +293,18 @@ fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
         "spans" => TraceSort::Spans,
         "tokens" => TraceSort::Tokens,
         "errors" => TraceSort::Errors,
-        other => {
-            return Err(ApiError::bad(
-                "invalid_parameter",
-                format!("sort {other:?} is not valid; valid values are: updated, duration, spans, tokens, errors"),
-            ))
-        }
+        other => match other.strip_prefix(ATTR_PREFIX) {
+            Some(key) if !key.is_empty() && !key.contains('"') => TraceSort::Attr(key.to_string()),
+            _ => {
+                return Err(ApiError::bad(
+                    "invalid_parameter",
+                    format!(
+                        "sort {other:?} is not valid; valid values are: updated, duration, \
+                         spans, tokens, errors, or attr.NAME for a numeric root attribute"
+                    ),
+                ))
+            }
+        },
     };
     let ascending = match p.text("order").unwrap_or("desc") {
         "desc" => false,

@@ -6,11 +6,14 @@ use super::StoreError;
 
 /// A keyset position: the sort value and the ids of the last row of a page.
 /// Opaque to clients.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cursor {
     pub value: i64,
     pub a: String,
     pub b: String,
+    /// The sort value when it is a number that is not an integer (an attribute's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<f64>,
 }
 
 impl Cursor {

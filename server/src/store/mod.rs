@@ -165,7 +165,7 @@ pub enum Written {
     Replay(IdempotencyRecord),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum TraceSort {
     #[default]
     Updated,
@@ -173,6 +173,8 @@ pub enum TraceSort {
     Spans,
     Tokens,
     Errors,
+    /// A numeric root attribute; traces without it come last in either order.
+    Attr(String),
 }
 
 /// A parsed trace-list request.

@@ -117,10 +117,12 @@ impl<DB: Dialect> Reader<DB> {
             (">", "")
         };
         if let Some(c) = cursor {
-            q.push(format!(" AND ({}) {cmp} (", order.columns.join(", ")))
-                .bind(c.value)
-                .push(", ")
-                .bind(&c.a);
+            q.push(format!(" AND ({}) {cmp} (", order.columns.join(", ")));
+            match c.number {
+                Some(n) => q.bind(n),
+                None => q.bind(c.value),
+            };
+            q.push(", ").bind(&c.a);
             if order.columns.len() > 2 {
                 q.push(", ").bind(&c.b);
             }
@@ -138,6 +140,12 @@ impl<DB: Dialect> Reader<DB> {
         let next_cursor = page_cursor(&mut items, limit, key);
         Ok((items, next_cursor))
     }
+}
+
+/// A trace's place in its list's order.
+enum SortValue {
+    Int(i64),
+    Number(f64),
 }
 
 /// Pushes the condition of one trace filter (on `t`, the traces table).
@@ -235,6 +243,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 value: r.start_us,
                 a: r.run_id.clone(),
                 b: String::new(),
+                number: None,
             })
             .await?;
         Ok(RunList { runs, next_cursor })
@@ -283,17 +292,33 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList> {
-        let sort = match query.sort {
+        let sort = match &query.sort {
             TraceSort::Updated => "t.updated_us",
             TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
             TraceSort::Spans => "t.span_count",
             TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
             TraceSort::Errors => "t.error_count",
+            TraceSort::Attr(_) => "x.sort_value",
         };
-        let mut q = Sql::new(format!(
-            "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value
-               FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1"
-        ));
+        let mut q = Sql::new("");
+        if let TraceSort::Attr(key) = &query.sort {
+            // The attribute's value, with the traces that lack it at the far end
+            // of either order; selected once, below, so the page can name it.
+            q.push(format!(
+                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE("
+            ));
+            DB::push_attr_number(&mut q, key);
+            q.push(if query.ascending {
+                ", 1.7976931348623157e308) AS sort_value"
+            } else {
+                ", -1.7976931348623157e308) AS sort_value"
+            });
+        } else {
+            q.push(format!(
+                "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value"
+            ));
+        }
+        q.push(" FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1");
         if let Some(run_id) = &query.run_id {
             q.push(" AND t.run_id = ").bind(run_id);
         }
@@ -337,11 +362,25 @@ impl<DB: Dialect> Reads for Reader<DB> {
             q.push(" AND ");
             push_filter(&mut q, filter);
         }
+        let by_attr = matches!(query.sort, TraceSort::Attr(_));
+        let columns: &[&str] = if by_attr {
+            q.push(") x WHERE 1 = 1");
+            &[sort, "x.run_id", "x.trace_id"]
+        } else {
+            &[sort, "t.run_id", "t.trace_id"]
+        };
         let order = Keyset {
-            columns: &[sort, "t.run_id", "t.trace_id"],
+            columns,
             descending: !query.ascending,
         };
-        let read = |r: &DB::Row| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?));
+        let read = |r: &DB::Row| {
+            let value = if by_attr {
+                SortValue::Number(r.req_float("sort_value")?)
+            } else {
+                SortValue::Int(r.req_int("sort_value")?)
+            };
+            Ok((value, rows::trace_summary(r)?))
+        };
         let (items, next_cursor) = self
             .page(
                 q,
@@ -349,7 +388,14 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 (query.cursor.as_ref(), query.limit),
                 read,
                 |(value, t)| Cursor {
-                    value: *value,
+                    value: match value {
+                        SortValue::Int(v) => *v,
+                        SortValue::Number(_) => 0,
+                    },
+                    number: match value {
+                        SortValue::Int(_) => None,
+                        SortValue::Number(n) => Some(*n),
+                    },
                     a: t.run_id.clone(),
                     b: t.trace_id.clone(),
                 },
@@ -446,6 +492,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 value: s.start_us,
                 a: s.span_id.clone(),
                 b: String::new(),
+                number: None,
             })
             .await?;
         Ok(SpanPage { spans, next_cursor })

@@ -899,7 +899,7 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
             let mut seen = Vec::new();
             let mut query = TraceQuery {
                 limit: 7,
-                sort,
+                sort: sort.clone(),
                 ascending,
                 ..base.clone()
             };
@@ -1071,6 +1071,60 @@ async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
     );
 }
 
+async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
+    attribute_run(&s).await;
+    for (ascending, want) in [
+        (
+            false,
+            [
+                "t09", "t08", "t07", "t06", "t05", "t04", "t03", "t02", "t01", "t00", "t11", "t10",
+            ],
+        ),
+        (
+            true,
+            [
+                "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11",
+            ],
+        ),
+    ] {
+        let mut query = TraceQuery {
+            run_id: Some("r1".into()),
+            sort: TraceSort::Attr("reward".into()),
+            ascending,
+            limit: 4,
+            ..Default::default()
+        };
+        let mut seen = Vec::new();
+        loop {
+            let page = s.reads().list_traces(&query).await.expect("page");
+            seen.extend(page.traces.into_iter().map(|t| t.trace_id));
+            match page.next_cursor {
+                Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
+                None => break,
+            }
+        }
+        assert_eq!(seen, want, "ascending: {ascending}");
+    }
+    // With a filter, and a key that no trace has: every trace, by id.
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        sort: TraceSort::Attr("nope".into()),
+        filters: vec![TraceFilter::parse("error_count > 0").expect("valid")],
+        limit: 10,
+        ..Default::default()
+    };
+    let ids: Vec<String> = s
+        .reads()
+        .list_traces(&query)
+        .await
+        .expect("list")
+        .traces
+        .into_iter()
+        .map(|t| t.trace_id)
+        .collect();
+    assert_eq!(ids, ["t09", "t05", "t01"]);
+}
+
 async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
     attribute_run(&s).await;
     let keys = s
@@ -1199,5 +1253,6 @@ conformance!(
     missing_things_are_none_never_another,
     filters_compare_totals_and_root_attributes_by_type,
     attribute_keys_give_types_counts_ranges_and_common_values,
+    traces_sort_by_a_numeric_attribute_and_page_without_gaps,
     runs_are_found_by_a_piece_of_their_name_or_id,
 );
