@@ -5,10 +5,11 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use treeline_wire::filter::AttributeKeys;
 use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::routes::{
-    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_STEPS, SESSION, SPAN, SPANS,
-    TRACE, TRACES,
+    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS,
+    SESSION, SPAN, SPANS, TRACE, TRACES,
 };
 use treeline_wire::{
     MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
@@ -132,6 +133,11 @@ pub fn query_string(pairs: &[(&str, Option<String>)]) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// The root-attribute keys of a run's traces, for the filter builder.
+pub async fn attribute_keys(run_id: String) -> Result<AttributeKeys, ApiError> {
+    get(path(RUN_TRACE_ATTRIBUTES, &[&run_id])).await
 }
 
 /// Who the dashboard is signed in as.

@@ -13,6 +13,14 @@ pub(crate) struct WorkspaceUrl {
     pub status: Option<String>,
     pub kind: Option<String>,
     pub q: Option<String>,
+    /// Trace filters (`FIELD OP VALUE`), all of which must hold.
+    pub filters: Vec<String>,
+    /// The list's order: `updated` (default), `duration`, … or `attr.NAME`.
+    pub sort: Option<String>,
+    /// `asc`, or descending by default.
+    pub order: Option<String>,
+    /// Root attributes shown as columns of the trace list, comma-separated.
+    pub cols: Option<String>,
 }
 
 impl WorkspaceUrl {
@@ -26,7 +34,39 @@ impl WorkspaceUrl {
             status: get("status"),
             kind: get("kind"),
             q: get("q"),
+            filters: map
+                .get_all("filter")
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|f| !f.is_empty())
+                .collect(),
+            sort: get("sort"),
+            order: get("order"),
+            cols: get("cols"),
         }
+    }
+
+    /// The list's own parameters (filters and order) as query-string pairs.
+    fn list_pairs(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut pairs: Vec<(&'static str, Option<String>)> = self
+            .filters
+            .iter()
+            .map(|f| ("filter", Some(f.clone())))
+            .collect();
+        pairs.push(("sort", self.sort.clone()));
+        pairs.push(("order", self.order.clone()));
+        pairs
+    }
+
+    /// The pinned attribute columns.
+    pub(crate) fn columns(&self) -> Vec<String> {
+        self.cols
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
     }
 
     pub(crate) fn href(&self) -> String {
@@ -39,6 +79,14 @@ impl WorkspaceUrl {
             ("kind", self.kind.clone()),
             ("q", self.q.clone()),
         ]);
+        let mut pairs = self.list_pairs();
+        pairs.push(("cols", self.cols.clone()));
+        let more = query_string(&pairs);
+        let query = [query, more]
+            .into_iter()
+            .filter(|q| !q.is_empty())
+            .collect::<Vec<_>>()
+            .join("&");
         if query.is_empty() {
             "/traces".into()
         } else {
@@ -53,12 +101,14 @@ impl WorkspaceUrl {
         } else {
             None
         };
-        query_string(&[
+        let mut pairs = vec![
             ("project", project),
             ("status", self.status.clone()),
             ("kind", self.kind.clone()),
             ("q", self.q.clone()),
-        ])
+        ];
+        pairs.extend(self.list_pairs());
+        query_string(&pairs)
     }
 
     pub(crate) fn with_selection(
@@ -106,5 +156,58 @@ mod tests {
         );
         // Within a run, the list is the run's: the project filter does not apply.
         assert_eq!(url.list_query(), "status=error");
+    }
+
+    #[test]
+    fn filters_order_and_columns_ride_the_url() {
+        let url = WorkspaceUrl {
+            filters: vec!["error_count > 0".into(), "attr.reward < 0.5".into()],
+            sort: Some("attr.reward".into()),
+            order: Some("asc".into()),
+            cols: Some("reward,task".into()),
+            ..Default::default()
+        }
+        .with_selection("r", "t", None);
+        let href = url.href();
+        assert_eq!(
+            href,
+            "/traces?run_id=r&trace_id=t&filter=error_count%20%3E%200\
+             &filter=attr.reward%20%3C%200.5&sort=attr.reward&order=asc&cols=reward%2Ctask"
+        );
+        assert_eq!(
+            url.list_query(),
+            "filter=error_count%20%3E%200&filter=attr.reward%20%3C%200.5&sort=attr.reward&order=asc"
+        );
+        assert_eq!(url.columns(), ["reward", "task"]);
+        let mut map = leptos_router::params::ParamsMap::new();
+        for (k, v) in form_pairs(href.split_once('?').map(|(_, q)| q).unwrap_or_default()) {
+            map.insert(k, v);
+        }
+        assert_eq!(WorkspaceUrl::from_query(&map), url);
+    }
+
+    fn form_pairs(query: &str) -> Vec<(String, String)> {
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(k, v)| (k.to_string(), decode(v)))
+            .collect()
+    }
+
+    fn decode(v: &str) -> String {
+        let bytes = v.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'%' && i + 2 < bytes.len() {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+                i += 3;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap_or_default()
     }
 }

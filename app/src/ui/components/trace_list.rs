@@ -63,7 +63,7 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
             view! {
                 <p class="empty">
                     {if scoped { "This run has no traces matching these filters." } else { "No traces match these filters in this window." }}
-                    " Loosen the status, kind or search filters, or pick another run."
+                    " Loosen the status, kind, search or attribute filters, or pick another run."
                 </p>
             }
         }>
@@ -101,6 +101,20 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
         .map(|k| k.as_str())
         .collect::<Vec<_>>()
         .join(" · ");
+    // The pinned root attributes, as the row shows them; an absent one as a dash.
+    let pinned: Vec<(String, String)> = url
+        .get_untracked()
+        .columns()
+        .into_iter()
+        .map(|key| {
+            let value = match t.attributes.get(&key) {
+                None | Some(serde_json::Value::Null) => "—".to_string(),
+                Some(serde_json::Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+            };
+            (key, value)
+        })
+        .collect();
     let name = if t.name.is_empty() {
         "(root not received yet)".to_string()
     } else {
@@ -118,9 +132,18 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
                     <span class="kinds">{kinds}</span>
                     <span>{format!("{} spans", t.span_count)}</span>
                     {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
+                    {(t.token_count > 0).then(|| view! { <span>{format!("{} tokens", t.token_count)}</span> })}
+                    {(t.iteration_count > 0).then(|| view! { <span>{format!("{} iterations", t.iteration_count)}</span> })}
                     <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
                     <span title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
                 </div>
+                {(!pinned.is_empty()).then(|| view! {
+                    <div class="line3">
+                        {pinned.into_iter().map(|(key, value)| view! {
+                            <span class="attr"><span class="muted">{key}" "</span>{value}</span>
+                        }).collect_view()}
+                    </div>
+                })}
             </a>
         </li>
     }

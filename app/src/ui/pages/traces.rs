@@ -6,6 +6,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
 use crate::ui::api;
+use crate::ui::components::filter_builder::FilterBar;
 use crate::ui::components::filters::Filters;
 use crate::ui::components::inspector::Inspector;
 use crate::ui::components::span_tree::{load_seed, SpanTree};
@@ -70,6 +71,7 @@ pub fn TracesPage() -> impl IntoView {
     view! {
         <section class="workspace">
             <Filters url go_to list/>
+            <FilterBar url go_to/>
             <div class="panes">
                 <div class="pane list-pane">
                     <TraceList url list go_to/>

@@ -1,0 +1,333 @@
+//! The workspace's second filter row: "failed beneath", the trace filters as
+//! removable chips with a builder for more, the list's order, and the root
+//! attributes pinned as columns. Everything goes through the URL.
+
+use leptos::prelude::*;
+use treeline_wire::filter::{AttributeKey, Total, TraceFilter, MAX_FILTERS};
+
+use crate::ui::api;
+use crate::ui::url::WorkspaceUrl;
+
+/// The "failed beneath" filter: a trace with a failed span anywhere in it, even
+/// when its root recovered.
+pub(crate) const FAILED_BENEATH: &str = "error_count > 0";
+
+const OPERATORS: [&str; 7] = ["=", "!=", "<", "<=", ">", ">=", "exists"];
+const SORTS: [(&str, &str); 5] = [
+    ("updated", "last update"),
+    ("duration", "duration"),
+    ("spans", "spans"),
+    ("tokens", "tokens"),
+    ("errors", "failed spans"),
+];
+
+/// The URL with the list's parameters changed, and the selection dropped (it may
+/// no longer be in the list).
+fn relisted(u: WorkspaceUrl, change: impl FnOnce(&mut WorkspaceUrl)) -> WorkspaceUrl {
+    let mut next = WorkspaceUrl {
+        trace_id: None,
+        span_id: None,
+        ..u
+    };
+    change(&mut next);
+    next
+}
+
+/// The expression the builder's three inputs make, or what is wrong with it.
+pub(crate) fn expression(field: &str, op: &str, value: &str) -> Result<String, String> {
+    let value = value.trim();
+    let text = if op == "exists" {
+        format!("{field} exists")
+    } else if value.contains(char::is_whitespace) && !value.starts_with('"') {
+        format!(
+            "{field} {op} \"{}\"",
+            value.replace('\\', "\\\\").replace('"', "\\\"")
+        )
+    } else {
+        format!("{field} {op} {value}")
+    };
+    TraceFilter::parse(&text)
+        .map(|f| f.to_string())
+        .map_err(|e| e.message)
+}
+
+#[component]
+pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl IntoView {
+    let run_id = Memo::new(move |_| url.get().run_id);
+    let keys = Resource::new(
+        move || run_id.get(),
+        |run| async move {
+            match run {
+                Some(run) => api::attribute_keys(run)
+                    .await
+                    .map(|k| k.attributes)
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            }
+        },
+    );
+    let failed_beneath = move || url.get().filters.iter().any(|f| f == FAILED_BENEATH);
+    let toggle_failed = move |ev: leptos::ev::Event| {
+        let on = event_target_checked(&ev);
+        go_to.run(relisted(url.get_untracked(), |u| {
+            u.filters.retain(|f| f != FAILED_BENEATH);
+            if on {
+                u.filters.push(FAILED_BENEATH.to_string());
+            }
+        }));
+    };
+    let remove = move |expr: String| {
+        go_to.run(relisted(url.get_untracked(), |u| {
+            u.filters.retain(|f| *f != expr)
+        }));
+    };
+    view! {
+        <div class="filter-bar">
+            <label class="toggle">
+                <input type="checkbox" prop:checked=failed_beneath on:change=toggle_failed/>
+                "Failed beneath"
+            </label>
+            <ul class="chips" aria-label="Filters">
+                <For each=move || url.get().filters key=|f| f.clone() let:expr>
+                    <li class="chip">
+                        <code>{expr.clone()}</code>
+                        <button type="button" aria-label=format!("Remove filter {expr}")
+                            on:click={
+                                let expr = expr.clone();
+                                move |_| remove(expr.clone())
+                            }>"×"</button>
+                    </li>
+                </For>
+            </ul>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let keys = keys.await;
+                    view! {
+                        <Builder url go_to keys=keys.clone()/>
+                        <Order url go_to keys=keys.clone()/>
+                        <Columns url go_to keys/>
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// A field, an operator and a value, added as one more filter.
+#[component]
+fn Builder(
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    keys: Vec<AttributeKey>,
+) -> impl IntoView {
+    let field = RwSignal::new(Total::Errors.name().to_string());
+    let op = RwSignal::new(">".to_string());
+    let value = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    let keys = StoredValue::new(keys);
+    // What the value box suggests: a number key's range, a string key's values.
+    let chosen = move || {
+        let f = field.get();
+        keys.with_value(|ks| ks.iter().find(|k| format!("attr.{}", k.key) == f).cloned())
+    };
+    let hint = move || match chosen() {
+        Some(k) if k.kind == "number" => match (k.min, k.max) {
+            (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
+            _ => "a number".into(),
+        },
+        Some(k) if k.kind == "boolean" => "true or false".into(),
+        Some(_) => "text".into(),
+        None => "a number".into(),
+    };
+    let add = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let current = url.get_untracked();
+        if current.filters.len() >= MAX_FILTERS {
+            problem.set(Some(format!("at most {MAX_FILTERS} filters")));
+            return;
+        }
+        match expression(
+            &field.get_untracked(),
+            &op.get_untracked(),
+            &value.get_untracked(),
+        ) {
+            Ok(expr) => {
+                problem.set(None);
+                value.set(String::new());
+                go_to.run(relisted(current, |u| {
+                    if !u.filters.contains(&expr) {
+                        u.filters.push(expr);
+                    }
+                }));
+            }
+            Err(message) => problem.set(Some(message)),
+        }
+    };
+    view! {
+        <form class="builder" on:submit=add aria-label="Add a filter">
+            <select aria-label="Filter field" on:change=move |ev| field.set(event_target_value(&ev))>
+                <optgroup label="Trace totals">
+                    {Total::ALL.map(|t| view! {
+                        <option value=t.name() selected=move || field.get() == t.name()>{t.name()}</option>
+                    }).collect_view()}
+                </optgroup>
+                <optgroup label="Root attributes">
+                    {keys.get_value().into_iter().map(|k| {
+                        let name = format!("attr.{}", k.key);
+                        let label = format!("{} ({}, {} traces)", k.key, k.kind, k.traces);
+                        view! { <option value=name.clone()>{label}</option> }
+                    }).collect_view()}
+                </optgroup>
+            </select>
+            <select aria-label="Filter operator" on:change=move |ev| op.set(event_target_value(&ev))>
+                {OPERATORS.map(|o| view! { <option value=o selected=move || op.get() == o>{o}</option> }).collect_view()}
+            </select>
+            <input type="text" aria-label="Filter value" list="filter-values"
+                placeholder=hint
+                disabled=move || op.get() == "exists"
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))/>
+            <datalist id="filter-values">
+                {move || chosen().map(|k| k.values.into_iter().map(|v| view! {
+                    <option value=v.value.clone()>{format!("{} traces", v.traces)}</option>
+                }).collect_view())}
+            </datalist>
+            <button type="submit">"Add filter"</button>
+            {move || problem.get().map(|p| view! { <span class="problem" role="alert">{p}</span> })}
+        </form>
+    }
+}
+
+/// The list's order: a total or a numeric root attribute, either way.
+#[component]
+fn Order(
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    keys: Vec<AttributeKey>,
+) -> impl IntoView {
+    let numeric: Vec<String> = keys
+        .into_iter()
+        .filter(|k| k.kind == "number")
+        .map(|k| k.key)
+        .collect();
+    let sort = move || url.get().sort.unwrap_or_else(|| "updated".into());
+    let set_sort = move |ev: leptos::ev::Event| {
+        let v = event_target_value(&ev);
+        go_to.run(relisted(url.get_untracked(), |u| {
+            u.sort = (v != "updated").then_some(v);
+        }));
+    };
+    let set_order = move |ev: leptos::ev::Event| {
+        let v = event_target_value(&ev);
+        go_to.run(relisted(url.get_untracked(), |u| {
+            u.order = (v == "asc").then_some(v);
+        }));
+    };
+    view! {
+        <label>
+            "Sort by"
+            <select on:change=set_sort>
+                {SORTS.map(|(value, label)| view! {
+                    <option value=value selected=move || sort() == value>{label}</option>
+                }).collect_view()}
+                {numeric.into_iter().map(|key| {
+                    let value = format!("attr.{key}");
+                    let v = value.clone();
+                    view! { <option value=value selected=move || sort() == v>{key}</option> }
+                }).collect_view()}
+            </select>
+        </label>
+        <select aria-label="Sort order" on:change=set_order>
+            <option value="desc" selected=move || url.get().order.is_none()>"high to low"</option>
+            <option value="asc" selected=move || url.get().order.as_deref() == Some("asc")>"low to high"</option>
+        </select>
+    }
+}
+
+/// Root attributes shown as columns in every trace row (reward, say).
+#[component]
+fn Columns(
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    keys: Vec<AttributeKey>,
+) -> impl IntoView {
+    let mut names: Vec<String> = keys.into_iter().map(|k| k.key).collect();
+    names.dedup();
+    if names.is_empty() {
+        return None;
+    }
+    let pin = move |key: String, on: bool| {
+        go_to.run(WorkspaceUrl {
+            cols: {
+                let mut cols = url.get_untracked().columns();
+                cols.retain(|c| *c != key);
+                if on {
+                    cols.push(key);
+                }
+                (!cols.is_empty()).then(|| cols.join(","))
+            },
+            ..url.get_untracked()
+        });
+    };
+    Some(view! {
+        <details class="multi">
+            <summary>{move || format!("Columns: {}", url.get().columns().len())}</summary>
+            <div role="group" aria-label="Columns">
+                {names.into_iter().map(|key| {
+                    let k = key.clone();
+                    view! {
+                        <label>
+                            <input type="checkbox"
+                                prop:checked=move || url.get().columns().contains(&k)
+                                on:change={
+                                    let key = key.clone();
+                                    move |ev| pin(key.clone(), event_target_checked(&ev))
+                                }/>
+                            {key.clone()}
+                        </label>
+                    }
+                }).collect_view()}
+            </div>
+        </details>
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builder_makes_canonical_expressions_and_names_mistakes() {
+        assert_eq!(
+            expression("error_count", ">", "0").as_deref(),
+            Ok("error_count > 0")
+        );
+        assert_eq!(
+            expression("attr.task", "=", "math word").as_deref(),
+            Ok("attr.task = \"math word\"")
+        );
+        assert_eq!(
+            expression("attr.reward", "exists", "ignored").as_deref(),
+            Ok("attr.reward exists")
+        );
+        assert_eq!(
+            expression("attr.ok", "=", "true").as_deref(),
+            Ok("attr.ok = true")
+        );
+        let e = expression("attr.reward", "<", "").expect_err("a value is needed");
+        assert!(e.contains("missing"), "{e}");
+        let e = expression("attr.ok", "<", "true").expect_err("booleans only = and !=");
+        assert!(e.contains("= or !="), "{e}");
+        assert_eq!(
+            relisted(
+                WorkspaceUrl {
+                    trace_id: Some("t".into()),
+                    ..Default::default()
+                },
+                |_| {}
+            )
+            .trace_id,
+            None
+        );
+    }
+}

@@ -1,0 +1,75 @@
+import { test, expect, createRun, sendEvents } from "./fixtures";
+
+const RUN = "e2e-filters";
+const rollout = (i: number) => {
+  const trace = `r${i}`;
+  const events: object[] = [
+    { op: "open", trace_id: trace, span_id: "root", name: `rollout ${i}`, kind: "rollout", ts: 1000 + i * 10,
+      step: i, attributes: { reward: i / 10, task: i % 2 === 0 ? "math word" : "code" } },
+  ];
+  if (i % 3 === 1) {
+    // Fails beneath; the root recovers.
+    events.push(
+      { op: "open", trace_id: trace, span_id: "tool", parent_span_id: "root", name: "tool call", kind: "tool", ts: 1001 + i * 10 },
+      { op: "close", trace_id: trace, span_id: "tool", status: "error", ts: 1002 + i * 10 },
+    );
+  }
+  events.push({ op: "close", trace_id: trace, span_id: "root", status: "ok", ts: 1005 + i * 10 });
+  return events;
+};
+
+test.beforeAll(async ({ request }) => {
+  await createRun(request, RUN, "filters-e2e", "filtered run");
+  await sendEvents(request, RUN, Array.from({ length: 8 }, (_, i) => rollout(i)).flat());
+});
+
+const names = async (page: import("@playwright/test").Page) =>
+  (await page.getByRole("listbox", { name: "Traces" }).locator(".name").allTextContents()).sort();
+
+test("a filter built in the builder narrows the list, rides the URL and survives a reload", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("listbox", { name: "Traces" });
+  await expect(list.getByRole("option")).toHaveCount(8);
+  await page.getByLabel("Filter field").selectOption("attr.reward");
+  await page.getByLabel("Filter operator").selectOption("<");
+  await page.getByLabel("Filter value").fill("0.35");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=attr\.reward%20%3C%200\.35/);
+  await expect(list.getByRole("option")).toHaveCount(4);
+  await expect(page.getByRole("list", { name: "Filters" })).toContainText("attr.reward < 0.35");
+  await page.reload();
+  await expect(list.getByRole("option")).toHaveCount(4);
+  expect(await names(page)).toEqual(["rollout 0", "rollout 1", "rollout 2", "rollout 3"]);
+
+  // Failed beneath, on top: the roots all recovered, the children did not.
+  await page.getByLabel("Failed beneath").check();
+  await expect(list.getByRole("option")).toHaveCount(1);
+  await expect(list).toContainText("rollout 1");
+  await page.getByRole("button", { name: "Remove filter attr.reward < 0.35" }).click();
+  await expect(list.getByRole("option")).toHaveCount(3);
+  expect(await names(page)).toEqual(["rollout 1", "rollout 4", "rollout 7"]);
+
+  // A bad value is named, and nothing changes.
+  await page.getByLabel("Filter field").selectOption("attr.reward");
+  await page.getByLabel("Filter operator").selectOption(">");
+  await page.getByLabel("Filter value").fill("");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page.getByRole("alert")).toContainText("missing");
+  await expect(list.getByRole("option")).toHaveCount(3);
+});
+
+test("the list sorts by a root attribute and pins it as a column", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("listbox", { name: "Traces" });
+  await page.getByLabel("Sort by").selectOption("attr.reward");
+  await expect(page).toHaveURL(/sort=attr\.reward/);
+  await expect(list.locator(".name").first()).toHaveText("rollout 7");
+  await page.getByLabel("Sort order").selectOption("asc");
+  await expect(page).toHaveURL(/order=asc/);
+  await expect(list.locator(".name").first()).toHaveText("rollout 0");
+  await page.getByText(/^Columns:/).click();
+  await page.getByRole("group", { name: "Columns" }).getByLabel("reward").check();
+  await expect(page).toHaveURL(/cols=reward/);
+  await expect(list.getByRole("option").first().locator(".line3")).toContainText("reward 0");
+  await expect(list.getByRole("option").nth(7).locator(".line3")).toContainText("reward 0.7");
+});
