@@ -83,7 +83,7 @@ test("filters narrow the list", async ({ page }) => {
   const list = page.getByRole("listbox", { name: "Traces" });
   await expect(list.getByRole("option")).toHaveCount(2);
   await page.getByText("Status: any").click();
-  await page.getByRole("checkbox", { name: "failed" }).check();
+  await page.getByRole("checkbox", { name: "failed", exact: true }).check();
   await expect(page).toHaveURL(/status=error/);
   await expect(list.getByRole("option")).toHaveCount(1);
   await expect(list.getByRole("option").first()).toContainText("wide rollout");

@@ -304,14 +304,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
         if let TraceSort::Attr(key) = &query.sort {
             // The attribute's value, with the traces that lack it at the far end
             // of either order; selected once, below, so the page can name it.
+            // CAST: SQLite keeps an integer attribute (0) apart from a real one.
             q.push(format!(
-                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE("
+                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE(CAST("
             ));
             DB::push_attr_number(&mut q, key);
             q.push(if query.ascending {
-                ", 1.7976931348623157e308) AS sort_value"
+                " AS DOUBLE PRECISION), 1.7976931348623157e308) AS sort_value"
             } else {
-                ", -1.7976931348623157e308) AS sort_value"
+                " AS DOUBLE PRECISION), -1.7976931348623157e308) AS sort_value"
             });
         } else {
             q.push(format!(

@@ -966,7 +966,10 @@ async fn attribute_run(s: &S) {
             "task": if i % 2 == 0 { "math word" } else { "code" },
             "solved": i % 3 == 0,
         });
-        if i < 10 {
+        if i == 0 {
+            // An integer, as a JSON encoder may write 0.0: it sorts among the reals.
+            attributes["reward"] = json!(0);
+        } else if i < 10 {
             attributes["reward"] = json!(i as f64 / 10.0);
         } else if i == 10 {
             attributes["reward"] = json!("high");
