@@ -102,19 +102,22 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
         .collect::<Vec<_>>()
         .join(" · ");
     // The pinned root attributes, as the row shows them; an absent one as a dash.
-    let pinned: Vec<(String, String)> = url
-        .get_untracked()
-        .columns()
-        .into_iter()
-        .map(|key| {
-            let value = match t.attributes.get(&key) {
-                None | Some(serde_json::Value::Null) => "—".to_string(),
-                Some(serde_json::Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-            };
-            (key, value)
-        })
-        .collect();
+    // Read from the URL as it changes: pinning a column does not refetch the list.
+    let attributes = t.attributes.clone();
+    let pinned = move || -> Vec<(String, String)> {
+        url.get()
+            .columns()
+            .into_iter()
+            .map(|key| {
+                let value = match attributes.get(&key) {
+                    None | Some(serde_json::Value::Null) => "—".to_string(),
+                    Some(serde_json::Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                };
+                (key, value)
+            })
+            .collect()
+    };
     let name = if t.name.is_empty() {
         "(root not received yet)".to_string()
     } else {
@@ -137,13 +140,16 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
                     <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
                     <span title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
                 </div>
-                {(!pinned.is_empty()).then(|| view! {
-                    <div class="line3">
-                        {pinned.into_iter().map(|(key, value)| view! {
-                            <span class="attr"><span class="muted">{key}" "</span>{value}</span>
-                        }).collect_view()}
-                    </div>
-                })}
+                {move || {
+                    let pinned = pinned();
+                    (!pinned.is_empty()).then(|| view! {
+                        <div class="line3">
+                            {pinned.into_iter().map(|(key, value)| view! {
+                                <span class="attr"><span class="muted">{key}" "</span>{value}</span>
+                            }).collect_view()}
+                        </div>
+                    })
+                }}
             </a>
         </li>
     }
