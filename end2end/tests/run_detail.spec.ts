@@ -73,3 +73,19 @@ test("a run with 3,000 steps says the lane is truncated", async ({ page }) => {
   await expect(page.getByRole("note")).toContainText("first 2000 distinct steps");
   await expect(page.getByRole("group", { name: "Trace activity per step" }).getByRole("button")).toHaveCount(2000);
 });
+
+test("a pinned step with 150 traces pages past the first 100", async ({ page, request }) => {
+  const CROWDED = "e2e-crowded-step";
+  await createRun(request, CROWDED, "timeline-e2e", "crowded");
+  const events: object[] = [];
+  for (let k = 0; k < 150; k++) events.push(...rollout(`c${k}`, 3, k % 10 === 0 ? "error" : "ok"));
+  events.push(...rollout("other", 4, "ok"));
+  await sendEvents(request, CROWDED, events);
+  await page.goto(`/runs/${CROWDED}?step=3`);
+  const list = page.getByRole("list", { name: "Traces of this run" });
+  await expect(list.getByRole("listitem")).toHaveCount(100);
+  await page.getByRole("button", { name: "Load 100 more" }).click();
+  await expect(list.getByRole("listitem")).toHaveCount(150);
+  await expect(page.getByRole("button", { name: "Load 100 more" })).toHaveCount(0);
+  await expect(list).not.toContainText("rollout other");
+});

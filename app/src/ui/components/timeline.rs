@@ -49,6 +49,16 @@ fn marker_label(s: &StepActivity) -> String {
     label
 }
 
+/// The metric the lane shows first: the run's reward, else its return, else the
+/// first it logged. A reward dip is what a person opens the lane to explain.
+pub(crate) fn preferred_metric(keys: &[String]) -> Option<String> {
+    ["reward", "return"]
+        .iter()
+        .find_map(|word| keys.iter().find(|k| k.to_lowercase().contains(word)))
+        .or_else(|| keys.first())
+        .cloned()
+}
+
 #[component]
 pub fn Timeline(
     run_id: String,
@@ -63,7 +73,7 @@ pub fn Timeline(
     let x0 = steps.first().map_or(0, |s| s.step);
     let x1 = steps.last().map_or(1, |s| s.step).max(x0 + 1);
     let busiest = steps.iter().map(|s| s.traces).max().unwrap_or(1).max(1) as f64;
-    let metric = RwSignal::new(metric_keys.first().cloned());
+    let metric = RwSignal::new(preferred_metric(&metric_keys));
     let series = {
         let run_id = run_id.clone();
         Resource::new(
@@ -103,7 +113,10 @@ pub fn Timeline(
                         let v = event_target_value(&ev);
                         metric.set((!v.is_empty()).then_some(v));
                     }>
-                        {metric_keys.iter().map(|k| view! { <option value=k.clone()>{k.clone()}</option> }).collect_view()}
+                        {metric_keys.iter().map(|k| {
+                            let key = k.clone();
+                            view! { <option value=k.clone() selected=move || metric.get().as_deref() == Some(key.as_str())>{k.clone()}</option> }
+                        }).collect_view()}
                         <option value="">"none"</option>
                     </select>
                 </label>
@@ -152,6 +165,24 @@ pub fn Timeline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lane_prefers_reward_then_return() {
+        let keys = |ks: &[&str]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            preferred_metric(&keys(&["loss", "train/reward_mean", "return"])).as_deref(),
+            Some("train/reward_mean")
+        );
+        assert_eq!(
+            preferred_metric(&keys(&["loss", "episode_Return"])).as_deref(),
+            Some("episode_Return")
+        );
+        assert_eq!(
+            preferred_metric(&keys(&["loss", "kl"])).as_deref(),
+            Some("loss")
+        );
+        assert_eq!(preferred_metric(&[]), None);
+    }
 
     fn step(step: i64, errored: i64) -> StepActivity {
         StepActivity {

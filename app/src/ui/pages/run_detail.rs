@@ -9,7 +9,7 @@ use crate::ui::components::status::{RunBadge, StatusBadge};
 use crate::ui::components::timeline::Timeline;
 use crate::ui::format;
 use crate::ui::url::{link, WorkspaceUrl};
-use treeline_wire::{MetricSeries, RunDetail, TraceSummary};
+use treeline_wire::{MetricSeries, RunDetail, TraceList, TraceSummary};
 
 /// `/runs/{run_id}`: the run's header, config, metric charts and, on demand, its
 /// traces on the step axis.
@@ -169,13 +169,14 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
             move || pinned.get(),
             move |step| {
                 let query = match step {
-                    Some(s) => format!("min_step={s}&max_step={s}&limit=100"),
-                    None => "limit=100".to_string(),
+                    Some(s) => format!("min_step={s}&max_step={s}&limit={PAGE}"),
+                    None => format!("limit={PAGE}"),
                 };
                 api::traces(Some(run_id.clone()), query)
             },
         )
     };
+    let run_id_for_list = run_id.clone();
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading trace activity…"</p> }>
             {move || {
@@ -199,42 +200,89 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
             </p>
         })}
         <Suspense fallback=|| view! { <p class="loading">"Loading traces…"</p> }>
-            {move || Suspend::new(async move {
+            {move || {
+                let run_id = run_id_for_list.clone();
+                Suspend::new(async move {
                 match traces.await {
                     Ok(list) if list.traces.is_empty() => view! {
                         <p class="empty">"No traces here yet."</p>
                     }.into_any(),
-                    Ok(list) => view! { <RunTraceList traces=list.traces/> }.into_any(),
+                    Ok(list) => {
+                        let query = pinned.get_untracked().map_or(String::new(), |s| format!("min_step={s}&max_step={s}&"));
+                        view! { <RunTraceList first=list run_id query/> }.into_any()
+                    }
                     Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
                 }
-            })}
+                })
+            }}
         </Suspense>
     }
 }
 
+/// Traces per page of the run's list.
+const PAGE: usize = 100;
+
+/// The run's traces (of the pinned step, if any), a page at a time: every trace
+/// of a step is reachable, however many there are.
 #[component]
-fn RunTraceList(traces: Vec<TraceSummary>) -> impl IntoView {
-    let now = format::now_us();
+fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoView {
+    let traces = RwSignal::new(first.traces);
+    let cursor = RwSignal::new(first.next_cursor);
+    let loading = RwSignal::new(false);
+    let load_more = move |_| {
+        let Some(c) = cursor.get_untracked() else {
+            return;
+        };
+        loading.set(true);
+        let (run_id, query) = (run_id.clone(), query.clone());
+        leptos::task::spawn_local(async move {
+            let q = format!("{query}limit={PAGE}&cursor={}", encode(&c));
+            match api::traces(Some(run_id), q).await {
+                Ok(page) => {
+                    traces.update(|t| t.extend(page.traces));
+                    cursor.set(page.next_cursor);
+                }
+                Err(e) => leptos::logging::warn!("load more failed: {}", e.message),
+            }
+            loading.set(false);
+        });
+    };
     view! {
         <ul class="run-traces" aria-label="Traces of this run">
-            {traces.into_iter().map(|t| {
-                let href = link(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
-                let kinds = t.kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" · ");
-                view! {
-                    <li>
-                        <a href=href>
-                            <StatusBadge status=t.status/>
-                            <span class="name">{if t.name.is_empty() { "(root not received yet)".to_string() } else { t.name.clone() }}</span>
-                            {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
-                            <span class="kinds">{kinds}</span>
-                            <span class="spans">{format!("{} spans", t.span_count)}</span>
-                            {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
-                            <span class="duration">{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
-                            <span class="updated" title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
-                        </a>
-                    </li>
-                }
-            }).collect_view()}
+            <For each=move || traces.get() key=|t| t.trace_id.clone() let:t>
+                <RunTraceRow t/>
+            </For>
         </ul>
+        <Show when=move || cursor.with(Option::is_some)>
+            <button type="button" class="load-more" on:click=load_more.clone() disabled=move || loading.get()>
+                {move || if loading.get() { "Loading…".to_string() } else { format!("Load {PAGE} more") }}
+            </button>
+        </Show>
+    }
+}
+
+#[component]
+fn RunTraceRow(t: TraceSummary) -> impl IntoView {
+    let now = format::now_us();
+    let href = link(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
+    let kinds = t
+        .kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ");
+    view! {
+        <li>
+            <a href=href>
+                <StatusBadge status=t.status/>
+                <span class="name">{if t.name.is_empty() { "(root not received yet)".to_string() } else { t.name.clone() }}</span>
+                {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
+                <span class="kinds">{kinds}</span>
+                <span class="spans">{format!("{} spans", t.span_count)}</span>
+                {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
+                <span class="duration">{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
+                <span class="updated" title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
+            </a>
+        </li>
     }
 }
