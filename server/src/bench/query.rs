@@ -67,7 +67,7 @@ fn trace_events(n: usize, out: &mut Vec<Value>) {
         (n / RUNS) % 5_000
     };
     out.push(json!({"op": "open", "trace_id": trace_id, "span_id": "r", "name": root_name, "kind": root_kind, "ts": ts,
-        "step": step, "thread_id": format!("worker-{}", n % 16), "attributes": {"rollout_id": format!("ep-{n}")}}));
+        "step": step, "thread_id": format!("worker-{}", n % 16), "attributes": {"rollout_id": format!("ep-{n}"), "reward": (n % 1_000) as f64 / 1_000.0}}));
     for (c, kind) in KINDS.iter().enumerate() {
         out.push(json!({"op": "open", "trace_id": trace_id, "span_id": format!("c{c}"), "parent_span_id": "r",
             "name": format!("{kind} {c}"), "kind": kind, "ts": ts + 10 + c as i64}));
@@ -259,6 +259,47 @@ pub async fn query(args: QueryArgs) -> Outcome {
                     run_id(1)
                 )
             }),
+        ),
+        (
+            "run-scoped, filter attr.reward < 0.1",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=attr.reward%20%3C%200.1&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "run-scoped, sort by attr.reward",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?sort=attr.reward&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "run-scoped, failed beneath, sort by tokens",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=error_count%20%3E%200&sort=tokens&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "project-wide, filter attr.reward < 0.1",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=attr.reward%20%3C%200.1&limit=50")
+            }),
+        ),
+        (
+            "project-wide, sort by attr.reward (worst case)",
+            Box::new(|| format!("/traces?project={PROJECT}&sort=attr.reward&limit=50")),
+        ),
+        (
+            "project search matching nothing (worst case)",
+            Box::new(|| format!("/traces?project={PROJECT}&q=no-such-name&limit=50")),
         ),
         (
             "per-step activity (5,000 steps)",
