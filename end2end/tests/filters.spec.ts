@@ -73,3 +73,23 @@ test("the list sorts by a root attribute and pins it as a column", async ({ page
   await expect(list.getByRole("option").first().locator(".line3")).toContainText("reward 0");
   await expect(list.getByRole("option").nth(7).locator(".line3")).toContainText("reward 0.7");
 });
+
+test("a project picker scopes the list, and a run is found by a piece of its name", async ({ page }) => {
+  await page.goto("/traces");
+  await page.getByLabel("Project").selectOption("filters-e2e");
+  await expect(page).toHaveURL(/project=filters-e2e/);
+  const runs = page.getByRole("combobox", { name: "Run", exact: true });
+  await expect(runs.locator("option")).toHaveText(["All runs of the project", "filtered run — filters-e2e"]);
+  const list = page.getByRole("listbox", { name: "Traces" });
+  await expect(list.getByRole("option")).toHaveCount(8);
+
+  await page.goto("/traces");
+  const find = page.getByLabel("Find a run");
+  await find.fill("filtered r");
+  await expect(page.locator("#run-matches option")).toHaveCount(1);
+  await find.fill("e2e-filters");
+  await expect(page.locator("#run-matches option")).toHaveCount(1);
+  await find.press("Tab");
+  await expect(page).toHaveURL(/run_id=e2e-filters/);
+  await expect(runs).toHaveValue("e2e-filters");
+});

@@ -158,6 +158,16 @@ pub async fn runs(project: Option<String>) -> Result<RunList, ApiError> {
     .await
 }
 
+/// Runs whose name or id contains `text`, newest first.
+pub async fn find_runs(text: String) -> Result<RunList, ApiError> {
+    get(format!(
+        "{}?limit=20&{}",
+        path(RUNS, &[]),
+        query_string(&[("q", Some(text))])
+    ))
+    .await
+}
+
 pub async fn run(run_id: String) -> Result<RunDetail, ApiError> {
     get(path(RUN, &[&run_id])).await
 }

@@ -66,7 +66,23 @@ pub fn Filters(
     go_to: Callback<WorkspaceUrl>,
     list: Resource<Result<TraceList, ApiError>>,
 ) -> impl IntoView {
-    let runs = Resource::new(|| (), |_| api::runs(None));
+    let project = Memo::new(move |_| url.get().project);
+    let projects = Resource::new(|| (), |_| api::projects());
+    let runs = Resource::new(move || project.get(), api::runs);
+    // Type-ahead over every run, by a piece of its name or id.
+    let find = RwSignal::new(String::new());
+    let found = Resource::new(
+        move || find.get(),
+        |text| async move {
+            if text.trim().chars().count() < 2 {
+                return Vec::new();
+            }
+            api::find_runs(text.trim().to_string())
+                .await
+                .map(|l| l.runs)
+                .unwrap_or_default()
+        },
+    );
     let text = RwSignal::new(url.get_untracked().q.unwrap_or_default());
     Effect::new(move |_| text.set(url.get().q.unwrap_or_default()));
     let terms = move || text.get().split_whitespace().count();
@@ -142,6 +158,50 @@ pub fn Filters(
     view! {
         <form class="filters" role="search" on:submit=submit>
             <label>
+                "Project"
+                <Suspense fallback=|| view! { <select disabled=true><option>"loading…"</option></select> }>
+                    {move || Suspend::new(async move {
+                        let list = projects.await.map(|p| p.projects).unwrap_or_default();
+                        let current = url.get().project.unwrap_or_default();
+                        view! {
+                            <select on:change=move |ev| {
+                                let v = event_target_value(&ev);
+                                go_to.run(WorkspaceUrl { project: (!v.is_empty()).then_some(v), run_id: None, trace_id: None, span_id: None, ..url.get_untracked() });
+                            }>
+                                <option value="" selected=current.is_empty()>"All projects"</option>
+                                {list.into_iter().map(|p| {
+                                    let selected = p.name == current;
+                                    view! { <option value=p.name.clone() selected=selected>{format!("{} ({} runs)", p.name, p.runs)}</option> }
+                                }).collect_view()}
+                            </select>
+                        }
+                    })}
+                </Suspense>
+            </label>
+            <label>
+                "Find a run"
+                <input type="search" list="run-matches" placeholder="name or id" autocomplete="off"
+                    prop:value=move || find.get()
+                    on:input=move |ev| find.set(event_target_value(&ev))
+                    on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        let hit = found.get_untracked().unwrap_or_default().into_iter().find(|r| r.run_id == v);
+                        if let Some(run) = hit {
+                            find.set(String::new());
+                            go_to.run(WorkspaceUrl { run_id: Some(run.run_id), project: Some(run.project), trace_id: None, span_id: None, ..url.get_untracked() });
+                        }
+                    }/>
+                <datalist id="run-matches">
+                    <Transition fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            found.await.into_iter().map(|r| view! {
+                                <option value=r.run_id.clone()>{format!("{} — {}", r.name, r.project)}</option>
+                            }).collect_view()
+                        })}
+                    </Transition>
+                </datalist>
+            </label>
+            <label>
                 "Run"
                 <Suspense fallback=|| view! { <select disabled=true><option>"loading…"</option></select> }>
                     {move || Suspend::new(async move {
@@ -152,7 +212,7 @@ pub fn Filters(
                                 let v = event_target_value(&ev);
                                 go_to.run(WorkspaceUrl { run_id: (!v.is_empty()).then_some(v), trace_id: None, span_id: None, ..url.get_untracked() });
                             }>
-                                <option value="" selected=current.is_empty()>"All runs"</option>
+                                <option value="" selected=current.is_empty()>{move || if project.get().is_some() { "All runs of the project" } else { "All runs" }}</option>
                                 {list.into_iter().map(|r| {
                                     let selected = r.run_id == current;
                                     view! { <option value=r.run_id.clone() selected=selected>{format!("{} — {}", r.name, r.project)}</option> }
