@@ -366,13 +366,29 @@ pub fn check_attribute(name: &str, value: &Value) -> Result<(), Invalid> {
 }
 
 fn metrics(obj: &Map<String, Value>) -> Result<Map<String, Value>, Invalid> {
+    use crate::limits::{MAX_METRIC_NAME_BYTES, MAX_SPAN_METRICS};
     let Some(raw) = obj.get("metrics").filter(|v| !v.is_null()) else {
         return Ok(Map::new());
     };
     let raw = raw
         .as_object()
         .ok_or_else(|| Invalid::new("invalid_metrics", "metrics must be an object"))?;
+    if raw.len() > MAX_SPAN_METRICS {
+        return Err(Invalid::new(
+            "invalid_metrics",
+            format!(
+                "metrics has {} keys; at most {MAX_SPAN_METRICS} are allowed",
+                raw.len()
+            ),
+        ));
+    }
     for (name, value) in raw {
+        if name.is_empty() || name.len() > MAX_METRIC_NAME_BYTES {
+            return Err(Invalid::new(
+                "invalid_metrics",
+                format!("metric names must be 1-{MAX_METRIC_NAME_BYTES} bytes"),
+            ));
+        }
         if !value.as_f64().is_some_and(f64::is_finite) {
             return Err(Invalid::new(
                 "invalid_metrics",
@@ -412,6 +428,19 @@ mod tests {
 
     fn open() -> Value {
         json!({"op": "open", "trace_id": "t1", "span_id": "s1", "name": "rollout", "kind": "rollout", "ts": 10})
+    }
+
+    #[test]
+    fn a_span_metrics_map_is_bounded_in_keys_and_names() {
+        let close = |metrics: Value| json!({"op": "close", "trace_id": "t1", "span_id": "s1", "ts": 20, "status": "ok", "metrics": metrics});
+        let many: Map<String, Value> = (0..257).map(|i| (format!("m{i}"), json!(1.0))).collect();
+        let e = parse_event(&close(Value::Object(many))).expect_err("too many keys");
+        assert!(e.message.contains("257 keys"), "{}", e.message);
+        let long = json!({"x".repeat(257): 1.0});
+        let e = parse_event(&close(long)).expect_err("too long a name");
+        assert!(e.message.contains("1-256 bytes"), "{}", e.message);
+        let fine: Map<String, Value> = (0..256).map(|i| (format!("m{i}"), json!(1.0))).collect();
+        assert!(parse_event(&close(Value::Object(fine))).is_ok());
     }
 
     #[test]

@@ -18,6 +18,11 @@ pub const SPAN_PAGE_MAX: usize = 1_000;
 pub const METRIC_POINTS: usize = 2_000;
 pub const METRIC_POINTS_MIN: usize = 2;
 pub const METRIC_POINTS_MAX: usize = 100_000;
+/// Keys in a span's `metrics` map, and the longest key (bytes).
+pub const MAX_SPAN_METRICS: usize = 256;
+pub const MAX_METRIC_NAME_BYTES: usize = 256;
+/// A run's `config`, as JSON text (bytes).
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 /// The latest timestamp accepted, in microseconds since 1970 (the year 3000): any
 /// difference of two accepted timestamps fits an i64 with room to spare.
 pub const MAX_TIMESTAMP_US: i64 = 32_503_680_000_000_000;

@@ -27,6 +27,16 @@ impl RunUpsert {
         if let Some(start) = self.start_us {
             crate::limits::check_timestamp(start, "start_us")?;
         }
+        if let Some(config) = &self.config {
+            use crate::limits::MAX_CONFIG_BYTES;
+            let size = serde_json::to_string(config).map_or(0, |t| t.len());
+            if size > MAX_CONFIG_BYTES {
+                return Err(Invalid::new(
+                    "invalid_config",
+                    format!("config is {size} bytes as JSON; the limit is {MAX_CONFIG_BYTES}"),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -92,4 +102,23 @@ pub struct ProjectSummary {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProjectList {
     pub projects: Vec<ProjectSummary>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_past_a_megabyte_is_refused_by_name() {
+        let run = |config: Value| RunUpsert {
+            project: "p".into(),
+            config: Some(config),
+            ..Default::default()
+        };
+        assert!(run(serde_json::json!({"lr": 0.001})).validate().is_ok());
+        let big = run(serde_json::json!({"blob": "x".repeat(1024 * 1024)}));
+        let e = big.validate().expect_err("too big");
+        assert_eq!(e.code, "invalid_config");
+        assert!(e.message.starts_with("config is "), "{}", e.message);
+    }
 }

@@ -13,6 +13,23 @@ use super::error::{ApiError, ApiResult};
 pub const MAX_WIRE_BYTES: usize = 32 * 1024 * 1024;
 pub const MAX_INFLATED_BYTES: usize = 64 * 1024 * 1024;
 
+/// How long a request body may take to arrive; a slower one is cut off, so a slow
+/// client cannot hold a connection and its buffer open without end.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether reading a body failed on its size limit (rather than on time or a
+/// dropped connection).
+fn over_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        if err.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 fn too_large(message: String) -> ApiError {
     ApiError::TooLarge {
         code: "payload_too_large",
@@ -22,9 +39,17 @@ fn too_large(message: String) -> ApiError {
 
 /// Reads the body, decompressing it as its Content-Encoding says.
 pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
-    let wire = to_bytes(body, MAX_WIRE_BYTES)
-        .await
-        .map_err(|_| too_large(format!("request body is over {} MiB", MAX_WIRE_BYTES >> 20)))?;
+    let wire = to_bytes(body, MAX_WIRE_BYTES).await.map_err(|e| {
+        if over_limit(&e) {
+            too_large(format!("request body is over {} MiB", MAX_WIRE_BYTES >> 20))
+        } else {
+            // Cut off by the body timeout, or the client went away mid-body.
+            ApiError::Timeout(format!(
+                "the request body did not arrive whole within {} s",
+                BODY_TIMEOUT.as_secs()
+            ))
+        }
+    })?;
     let encoding = headers
         .get(header::CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())

@@ -31,6 +31,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     IdempotencyKeyReused(String),
+    /// The request's body did not arrive in time.
+    #[error("{0}")]
+    Timeout(String),
     /// A failure that may pass; the client should retry after `retry_after_s`.
     #[error("{message}")]
     Unavailable { message: String, retry_after_s: u32 },
@@ -84,6 +87,7 @@ impl ApiError {
             ApiError::IdempotencyKeyReused(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused")
             }
+            ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }

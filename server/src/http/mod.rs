@@ -7,6 +7,7 @@ pub mod guard;
 pub mod ingest;
 pub mod query;
 pub mod secret;
+pub mod shed;
 pub mod signin;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::Router;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::store::Store;
 
@@ -33,6 +35,8 @@ pub struct AppState {
     pub require_auth: bool,
     /// Session cookies are marked Secure (the dashboard is behind a TLS proxy).
     pub secure_cookies: bool,
+    /// The slots of writes in flight (`shed::MAX_WRITES_IN_FLIGHT`).
+    pub write_slots: Arc<tokio::sync::Semaphore>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -46,6 +50,7 @@ impl AppState {
             window_us: DEFAULT_WINDOW_US,
             require_auth: false,
             secure_cookies: false,
+            write_slots: shed::write_slots(),
         }
     }
 }
@@ -60,10 +65,20 @@ pub fn now_us() -> i64 {
 /// The `/api` router. Its door (`auth::api_door`) stands before every route and
 /// the fallback too, so a route added later needs credentials like the others.
 pub fn router(state: AppState) -> Router {
-    let writes = ingest::router().route_layer(middleware::from_fn(guard::require_json));
+    let writes = ingest::router()
+        .route_layer(middleware::from_fn(guard::require_json))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            shed::shed_writes,
+        ))
+        .route_layer(RequestBodyTimeoutLayer::new(body::BODY_TIMEOUT));
+    let reads = query::router().route_layer(TimeoutLayer::with_status_code(
+        StatusCode::SERVICE_UNAVAILABLE,
+        shed::READ_TIMEOUT,
+    ));
     Router::new()
         .merge(writes)
-        .merge(query::router())
+        .merge(reads)
         .fallback(|| async {
             error::error_response(
                 StatusCode::NOT_FOUND,
@@ -97,6 +112,7 @@ async fn json_errors(request: Request, next: Next) -> Response {
         StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
         StatusCode::NOT_FOUND => "not_found",
         StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
         s if s.is_server_error() => "internal",
         _ => "bad_request",
     };
@@ -104,5 +120,12 @@ async fn json_errors(request: Request, next: Next) -> Response {
         .canonical_reason()
         .unwrap_or("request failed")
         .to_lowercase();
-    error::error_response(status, code, message)
+    let mut response = error::error_response(status, code, message);
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        // A read that ran out of time: worth one more try, a little later.
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, axum::http::HeaderValue::from(1u32));
+    }
+    response
 }

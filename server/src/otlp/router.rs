@@ -50,6 +50,13 @@ pub fn router(state: AppState) -> Router {
                 )
             }),
         )
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::http::shed::shed_writes,
+        ))
+        .route_layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            crate::http::body::BODY_TIMEOUT,
+        ))
         .route_layer(middleware::from_fn_with_state(state, auth::api_door))
         .layer(DefaultBodyLimit::disable())
         .with_state(otlp)

@@ -502,3 +502,43 @@ async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
     let none = api.get("/runs?q=zzz").await;
     assert_eq!(none.body["runs"].as_array().map(Vec::len), Some(0));
 }
+
+#[tokio::test]
+async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing() {
+    let store = common::sqlite().await;
+    let mut state = AppState::new(store.store.clone());
+    // No free slot: as if every one were taken by a write in flight.
+    state.write_slots = Arc::new(tokio::sync::Semaphore::new(0));
+    let api = Api {
+        router: router(state),
+        _store: store,
+    };
+    let shed = api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
+    assert_error(&shed, StatusCode::SERVICE_UNAVAILABLE, "unavailable");
+    assert_eq!(shed.headers["retry-after"], "1");
+    // Reads are not writes: they still answer, and nothing was stored.
+    assert_error(
+        &api.get("/runs/r1").await,
+        StatusCode::NOT_FOUND,
+        "run_not_found",
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_is_a_timeout_not_too_large() {
+    let api = api().await;
+    api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
+    let broken = futures::stream::iter([
+        Ok(bytes::Bytes::from_static(b"{\"events\": [")),
+        Err(std::io::Error::other("the client went away")),
+    ]);
+    let request = Request::post("/runs/r1/traces/events")
+        .header("content-type", "application/json")
+        .body(Body::from_stream(broken))
+        .unwrap();
+    assert_error(
+        &api.call(request).await,
+        StatusCode::REQUEST_TIMEOUT,
+        "request_timeout",
+    );
+}

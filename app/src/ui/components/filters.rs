@@ -161,14 +161,17 @@ pub fn Filters(
                 "Project"
                 <Suspense fallback=|| view! { <select disabled=true><option>"loading…"</option></select> }>
                     {move || Suspend::new(async move {
-                        let list = projects.await.map(|p| p.projects).unwrap_or_default();
+                        let (list, failed) = match projects.await {
+                            Ok(p) => (p.projects, None),
+                            Err(e) => (Vec::new(), Some(format!("projects could not be loaded: {}", e.message))),
+                        };
                         let current = url.get().project.unwrap_or_default();
                         view! {
                             <select on:change=move |ev| {
                                 let v = event_target_value(&ev);
                                 go_to.run(WorkspaceUrl { project: (!v.is_empty()).then_some(v), run_id: None, trace_id: None, span_id: None, ..url.get_untracked() });
                             }>
-                                <option value="" selected=current.is_empty()>"All projects"</option>
+                                <option value="" selected=current.is_empty()>{failed.unwrap_or_else(|| "All projects".into())}</option>
                                 {list.into_iter().map(|p| {
                                     let selected = p.name == current;
                                     view! { <option value=p.name.clone() selected=selected>{format!("{} ({} runs)", p.name, p.runs)}</option> }
@@ -205,14 +208,17 @@ pub fn Filters(
                 "Run"
                 <Suspense fallback=|| view! { <select disabled=true><option>"loading…"</option></select> }>
                     {move || Suspend::new(async move {
-                        let list = runs.await.map(|r| r.runs).unwrap_or_default();
+                        let (list, failed) = match runs.await {
+                            Ok(r) => (r.runs, None),
+                            Err(e) => (Vec::new(), Some(format!("runs could not be loaded: {}", e.message))),
+                        };
                         let current = url.get().run_id.unwrap_or_default();
                         view! {
                             <select on:change=move |ev| {
                                 let v = event_target_value(&ev);
                                 go_to.run(WorkspaceUrl { run_id: (!v.is_empty()).then_some(v), trace_id: None, span_id: None, ..url.get_untracked() });
                             }>
-                                <option value="" selected=current.is_empty()>{move || if project.get().is_some() { "All runs of the project" } else { "All runs" }}</option>
+                                <option value="" selected=current.is_empty()>{failed.clone().unwrap_or_else(|| if project.get_untracked().is_some() { "All runs of the project".into() } else { "All runs".into() })}</option>
                                 {list.into_iter().map(|r| {
                                     let selected = r.run_id == current;
                                     view! { <option value=r.run_id.clone() selected=selected>{format!("{} — {}", r.name, r.project)}</option> }

@@ -35,14 +35,17 @@ pub fn RunDetailPage() -> impl IntoView {
     }
 }
 
-async fn all_series(run_id: String, keys: Vec<String>) -> Vec<MetricSeries> {
+/// Every metric's series, and the keys whose series could not be loaded (with why).
+async fn all_series(run_id: String, keys: Vec<String>) -> (Vec<MetricSeries>, Vec<String>) {
     let mut out = Vec::with_capacity(keys.len());
+    let mut failed = Vec::new();
     for key in keys {
-        if let Ok(series) = api::metric(run_id.clone(), key, 400).await {
-            out.push(series);
+        match api::metric(run_id.clone(), key.clone(), 400).await {
+            Ok(series) => out.push(series),
+            Err(e) => failed.push(format!("{key}: {}", e.message)),
         }
     }
-    out
+    (out, failed)
 }
 
 #[component]
@@ -115,8 +118,14 @@ fn MetricCharts(run_id: String, keys: Vec<String>) -> impl IntoView {
     move || {
         match charts.get() {
         None => view! { <p class="loading">"Loading charts…"</p> }.into_any(),
-        Some(list) if list.is_empty() => view! { <p class="muted">"No metrics logged yet."</p> }.into_any(),
-        Some(list) => view! {
+        Some((list, failed)) if list.is_empty() && failed.is_empty() => view! { <p class="muted">"No metrics logged yet."</p> }.into_any(),
+        Some((list, failed)) => view! {
+            {(!failed.is_empty()).then(|| view! {
+                <div class="error" role="alert">
+                    <p>{format!("{} of this run's metrics could not be loaded:", failed.len())}</p>
+                    <ul>{failed.into_iter().map(|f| view! { <li>{f}</li> }).collect_view()}</ul>
+                </div>
+            })}
             <div class="chart-grid">
                 {list.into_iter().map(|m| view! { <LineChart label=m.key points=m.points/> }).collect_view()}
             </div>

@@ -21,7 +21,12 @@ pub fn RunsPage() -> impl IntoView {
                 <h1>"Runs"</h1>
                 <Suspense fallback=|| ()>
                     {move || Suspend::new(async move {
-                        let list = projects.await.map(|p| p.projects).unwrap_or_default();
+                        let list = match projects.await {
+                            Ok(p) => p.projects,
+                            Err(e) => return view! {
+                                <p class="error" role="alert">{format!("The projects could not be loaded: {}", e.message)}</p>
+                            }.into_any(),
+                        };
                         let current = project().unwrap_or_default();
                         view! {
                             <nav class="projects" aria-label="Projects">
@@ -35,7 +40,7 @@ pub fn RunsPage() -> impl IntoView {
                                     }
                                 }).collect_view()}
                             </nav>
-                        }
+                        }.into_any()
                     })}
                 </Suspense>
                 <label class="filter">
