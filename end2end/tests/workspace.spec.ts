@@ -43,29 +43,46 @@ test("a deep link server-renders and reopens a span five levels deep", async ({ 
   await expect(inspector.getByText("lvl5", { exact: true })).toBeVisible();
 });
 
-test("expanding a node fetches and shows its children", async ({ page }) => {
-  await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
+test("a trace opens with its root's children shown, and expanding a node fetches its own", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=root`);
   const tree = page.getByRole("tree");
-  const root = tree.getByRole("treeitem", { name: /wide rollout/ });
-  await expect(root).toHaveAttribute("aria-expanded", "false");
-  const children = page.waitForRequest((r) => r.url().includes("parent_span_id=root"));
-  await root.locator("button.toggle").click();
-  await children;
+  const root = tree.getByRole("treeitem", { name: /step root/ });
   await expect(root).toHaveAttribute("aria-expanded", "true");
-  await expect(tree.getByRole("treeitem", { name: /env step 29/ })).toBeVisible();
-  await expect(tree.getByRole("treeitem", { name: /env step 3$|env step 3 / }).first()).toBeVisible();
+  const lvl1 = tree.getByRole("treeitem", { name: /step lvl1/ });
+  await expect(lvl1).toHaveAttribute("aria-expanded", "false");
+  const children = page.waitForRequest((r) => r.url().includes("parent_span_id=lvl1"));
+  await lvl1.locator("button.toggle").click();
+  await children;
+  await expect(lvl1).toHaveAttribute("aria-expanded", "true");
+  await expect(tree.getByRole("treeitem", { name: /step lvl2/ })).toBeVisible();
+  await root.locator("button.toggle").click();
+  await expect(root).toHaveAttribute("aria-expanded", "false");
+  await expect(lvl1).toHaveCount(0);
 });
 
 test("the keyboard moves, expands and selects", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
   const tree = page.getByRole("tree");
-  await tree.focus();
-  await page.keyboard.press("ArrowRight");
   await expect(tree.getByRole("treeitem", { name: /env step 0/ })).toBeVisible();
+  await tree.focus();
+  await page.keyboard.press("ArrowRight"); // the root is open: to its first child
   await page.keyboard.press("ArrowDown");
+  await page.keyboard.press("ArrowUp");
   await page.keyboard.press("Enter");
   await expect(page).toHaveURL(/span_id=child0/);
   await expect(tree.getByRole("treeitem", { name: /env step 0/ })).toHaveAttribute("aria-selected", "true");
+  await page.keyboard.press("ArrowLeft"); // to the parent
+  await page.keyboard.press("ArrowLeft"); // and shut it
+  await expect(tree.getByRole("treeitem", { name: /wide rollout/ })).toHaveAttribute("aria-expanded", "false");
+});
+
+test("focusing a tree with nothing selected makes its first row the active one", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=wide`);
+  const tree = page.getByRole("tree");
+  await expect(tree.getByRole("treeitem", { name: /wide rollout/ })).toBeVisible();
+  await tree.focus();
+  await page.keyboard.press("Enter");
+  await expect(page).toHaveURL(/span_id=root/);
 });
 
 test("a model span's messages read as a transcript, as text", async ({ page }) => {

@@ -32,7 +32,16 @@ async fn page_until(
     Ok((nodes, cursor))
 }
 
-/// Loads the trace and, for a deep link, every level down to `span`.
+/// The one root of a trace, when it is the only one and has children.
+fn single_parent(roots: &[SpanNode]) -> Option<String> {
+    match roots {
+        [root] if root.child_count > 0 => Some(root.span_id.clone()),
+        _ => None,
+    }
+}
+
+/// Loads the trace and, for a deep link, every level down to `span`; a trace
+/// opened at its root also gets the root's children.
 pub(crate) async fn load_seed(
     key: Option<(String, String)>,
     span: Option<String>,
@@ -57,11 +66,20 @@ pub(crate) async fn load_seed(
                 let (nodes, cursor) = page_until(&run, &trace_id, Some(parent), want).await?;
                 levels.push((parent.clone(), nodes, cursor));
             }
+            let mut open = path;
+            // A trace opened at its root shows the root's children too.
+            if open.is_empty() {
+                if let Some(root) = single_parent(&levels[0].1) {
+                    let (nodes, cursor) = page_until(&run, &trace_id, Some(&root), None).await?;
+                    levels.push((root.clone(), nodes, cursor));
+                    open.push(root);
+                }
+            }
             Ok(Seed {
                 run_id: run,
                 trace,
                 levels,
-                open: path,
+                open,
             })
         }
         .await,

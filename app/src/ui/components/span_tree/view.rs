@@ -115,6 +115,16 @@ fn TreeView(
             style="height: calc(100% - 42px); overflow: auto;"
             on:scroll=move |ev| viewport.on_scroll(&ev)
             on:keydown=on_key
+            on:focus=move |_| {
+                // Keys act on the active row: with none yet, the first one is.
+                if focused.get_untracked().is_none() {
+                    let first = rows.with_untracked(|r| r.iter().find_map(|row| match row {
+                        Row::Node { id, .. } => Some(id.clone()),
+                        _ => None,
+                    }));
+                    focused.set(first);
+                }
+            }
         >
             <div style=move || format!("position: relative; height: {}px;", rows.with(Vec::len) as f64 * ROW)>
                 <For each=drawn key=|item| item.clone() children=move |item| rows::draw(item, ctx)/>
