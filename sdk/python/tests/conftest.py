@@ -128,7 +128,8 @@ def _binary():
 
 
 class ServerProcess:
-    def __init__(self, port=None, data_dir=None):
+    def __init__(self, port=None, data_dir=None, args=()):
+        self.args = list(args)  # more `serve` flags, e.g. ["--api-key-file", path]
         self.port = port or free_port()
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="treeline-data-")
         self.url = "http://127.0.0.1:%d" % self.port
@@ -139,7 +140,7 @@ class ServerProcess:
     def start(self, timeout=20.0):
         self.proc = subprocess.Popen(
             [_binary(), "serve", "--addr", "127.0.0.1:%d" % self.port,
-             "--data-dir", self.data_dir],
+             "--data-dir", self.data_dir] + self.args,
             stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -187,8 +188,8 @@ def server():
 def server_factory():
     started = []
 
-    def make(port=None, data_dir=None):
-        proc = ServerProcess(port, data_dir)
+    def make(port=None, data_dir=None, args=()):
+        proc = ServerProcess(port, data_dir, args)
         started.append(proc)
         return proc
 

@@ -42,6 +42,21 @@ def encode(obj, encoding):
     return gzip.compress(raw, compresslevel=5, mtime=0), "gzip"
 
 
+def make_opener(url):
+    """One opener per client, built once: urlopen() builds a new one per call, creating
+    an SSL context each time even for http; a fork taken mid-way (a worker started while
+    the sender runs) would leave the child stuck on OpenSSL's locks. No redirect
+    handler: a 3xx comes back as an HTTPError, like any other answer that is not 2xx."""
+    opener = urllib.request.OpenerDirector()
+    handlers = [urllib.request.ProxyHandler(), urllib.request.HTTPHandler(),
+                urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()]
+    if url.startswith("https:"):
+        handlers.append(urllib.request.HTTPSHandler())
+    for handler in handlers:
+        opener.add_handler(handler)
+    return opener
+
+
 class Transport:
     def __init__(self, url, api_key=None, timeout=10.0):
         self.url = url.rstrip("/")
@@ -49,16 +64,7 @@ class Transport:
         self.timeout = timeout
         # Seconds the last answer asked the client to wait (Retry-After), or None.
         self.retry_after = None
-        # One opener, built here: urlopen() builds a new one per call, creating an SSL
-        # context each time even for http; a fork taken mid-way (a worker started while
-        # the sender runs) would leave the child stuck on OpenSSL's locks.
-        self._opener = urllib.request.OpenerDirector()
-        handlers = [urllib.request.ProxyHandler(), urllib.request.HTTPHandler(),
-                    urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()]
-        if self.url.startswith("https:"):
-            handlers.append(urllib.request.HTTPSHandler())
-        for handler in handlers:
-            self._opener.add_handler(handler)
+        self._opener = make_opener(self.url)
 
     def send(self, method, path, body, content_encoding=None, idempotency_key=None):
         """Returns (status, parsed JSON or None). Raises Unreachable for connection

@@ -1,0 +1,283 @@
+"""Reading data back: a client for the server's query API (docs/api.md, section 8).
+
+    import treeline as tl
+
+    client = tl.Client()  # TREELINE_URL, TREELINE_API_KEY
+    for t in client.traces(run_id="ppo-seed-42", filter=["attr.reward < 0.5", "error_count > 0"],
+                           sort="attr.reward", order="asc"):
+        print(t["trace_id"], t["attributes"].get("reward"), t["error_count"])
+
+Lists are generators that fetch the next page only when the one before is used up,
+so a caller that stops early sends no further requests."""
+
+import gzip
+import http.client
+import json
+import os
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from . import redact
+from .run import DEFAULT_URL
+from .transport import USER_AGENT, Unreachable, make_opener, retry_after
+
+MAX_RETRIES = 3  # further attempts after a 503
+MAX_RETRY_WAIT = 30  # seconds: the most a Retry-After is honoured for
+DEFAULT_RETRY_WAIT = 1  # seconds, after a 503 that names no wait
+
+
+class ApiError(Exception):
+    """The server answered with an error: `status` (the HTTP status), `code` (the
+    snake_case word of the answer's {"error": {"code", "message"}}, or None when the
+    answer was not of that shape) and `message`."""
+
+    def __init__(self, status, code, message):
+        self.status = status
+        self.code = code
+        self.message = message
+        super().__init__(status, code, message)
+
+    def __str__(self):
+        return "HTTP %s %s: %s" % (self.status, self.code or "(no code)", self.message)
+
+
+class NotFound(ApiError):
+    """404: the run, trace or span (or the path) does not exist, or the key does not
+    see it."""
+
+
+class AuthError(ApiError):
+    """401 or 403: no key, a key the server does not accept, or a key without access."""
+
+
+def _error_for(status, code, message):
+    if status == 404:
+        return NotFound(status, code, message)
+    if status in (401, 403):
+        return AuthError(status, code, message)
+    return ApiError(status, code, message)
+
+
+def _seg(value, what):
+    """One path segment, percent-encoded."""
+    if type(value) is not str or not value:
+        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
+    return urllib.parse.quote(value, safe="")
+
+
+def _page_size(value, what="page_size"):
+    if type(value) is not int or value < 1:
+        raise ValueError("%s must be a positive integer, got %r" % (what, value))
+    return value
+
+
+def _int_param(value, what):
+    if value is not None and type(value) is not int:
+        raise TypeError("%s must be an integer, got %r" % (what, value))
+    return value
+
+
+def _str_param(value, what):
+    if value is not None and type(value) is not str:
+        raise TypeError("%s must be a string, got %r" % (what, value))
+    return value
+
+
+def _csv(value, what):
+    """A string, or a list of strings joined with commas."""
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, (list, tuple, set, frozenset)) and all(type(v) is str for v in value):
+        return ",".join(value)
+    raise TypeError("%s must be a string or a list of strings, got %r" % (what, value))
+
+
+def _filters(value):
+    if value is None:
+        return []
+    if type(value) is str:
+        return [value]
+    if isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
+        return list(value)
+    raise TypeError("filter must be a string or a list of strings, got %r" % (value,))
+
+
+class Client:
+    """Reads runs, traces, spans and metrics from a Treeline server.
+
+    url and api_key default to TREELINE_URL and TREELINE_API_KEY, as for `treeline.init`
+    (the URL falls back to http://127.0.0.1:3000). The key is sent as
+    `Authorization: Bearer <key>`; any scope may read.
+
+    Errors: an error answer raises `ApiError` (`NotFound` for 404, `AuthError` for 401
+    and 403), carrying the answer's status, code and message. A server that cannot be
+    reached raises `Unreachable`. A 503 (the server is busy) is retried up to 3 times,
+    after the Retry-After it names (at most 30 s; 1 s when it names none), before
+    `ApiError` is raised; no 4xx is ever retried."""
+
+    def __init__(self, url=None, api_key=None, timeout=30.0):
+        self.url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("url must be an http:// or https:// URL, got %r" % (self.url,))
+        self.api_key = api_key or os.environ.get("TREELINE_API_KEY") or None
+        redact.add_known_secret(self.api_key)
+        self.timeout = timeout
+        self._opener = make_opener(self.url)
+        self._sleep = time.sleep  # tests replace it
+
+    def __repr__(self):
+        return "Client(%r)" % (self.url,)
+
+    # -- runs and projects ---------------------------------------------------------
+
+    def projects(self):
+        """Every project with at least one run (`name`, `runs`, `traces`,
+        `updated_us`), most recently updated first."""
+        return self._get("/api/projects")["projects"]
+
+    def runs(self, project=None, q=None, page_size=500):
+        """Yields run summaries, newest first: of one project, and/or those whose name
+        or id contains `q` (case-insensitive)."""
+        params = [("project", _str_param(project, "project")), ("q", _str_param(q, "q")),
+                  ("limit", _page_size(page_size))]
+        return self._pages("/api/runs", params, "runs")
+
+    def run(self, run_id):
+        """One run: its summary plus `config` and `metric_keys`."""
+        return self._get("/api/runs/" + _seg(run_id, "run_id"))
+
+    def metrics(self, run_id, key, max_points=None):
+        """One metric series: {"key", "points": [[step, value], ...], "downsampled"}.
+        An unknown key gives an empty series."""
+        if type(key) is not str or not key:
+            raise TypeError("key must be a non-empty string, got %r" % (key,))
+        params = [("key", key),
+                  ("max_points", _int_param(max_points, "max_points"))]
+        return self._get("/api/runs/%s/metrics" % _seg(run_id, "run_id"), params)
+
+    # -- traces --------------------------------------------------------------------
+
+    def traces(self, run_id=None, project=None, filter=None, sort=None, order=None,
+               status=None, kind=None, q=None, min_step=None, max_step=None,
+               page_size=500, *, since_us=None, until_us=None):
+        """Yields trace summaries, of one run (the fast path) or across runs.
+
+        filter: one test or a list of them, all of which a trace must pass, such as
+        "attr.reward < 0.5" or "error_count > 0" (at most 8). sort: updated, duration,
+        spans, tokens, errors or attr.NAME; order: asc or desc (default desc).
+        status, kind: a string or a list of strings. Without a run and without
+        since_us/until_us, the server lists only recent traces (its browsing window,
+        7 days by default)."""
+        params = [("project", _str_param(project, "project"))]
+        params += [("filter", f) for f in _filters(filter)]
+        params += [("sort", _str_param(sort, "sort")), ("order", _str_param(order, "order")),
+                   ("status", _csv(status, "status")), ("kind", _csv(kind, "kind")),
+                   ("q", _str_param(q, "q")),
+                   ("min_step", _int_param(min_step, "min_step")),
+                   ("max_step", _int_param(max_step, "max_step")),
+                   ("since_us", _int_param(since_us, "since_us")),
+                   ("until_us", _int_param(until_us, "until_us")),
+                   ("limit", _page_size(page_size))]
+        if run_id is None:
+            return self._pages("/api/traces", params, "traces")
+        return self._pages("/api/runs/%s/traces" % _seg(run_id, "run_id"), params, "traces")
+
+    def trace(self, run_id, trace_id):
+        """One trace summary."""
+        return self._get("/api/runs/%s/traces/%s" % (_seg(run_id, "run_id"),
+                                                     _seg(trace_id, "trace_id")))
+
+    def attribute_keys(self, run_id):
+        """The root-attribute keys of a run's traces, with their types and ranges or
+        common values: what `attr.NAME` filters and sorts can use."""
+        return self._get("/api/runs/%s/traces/attributes" % _seg(run_id, "run_id"))["attributes"]
+
+    # -- spans ---------------------------------------------------------------------
+
+    def spans(self, run_id, trace_id, parent=None, page_size=1000):
+        """Yields one level of a trace's span tree, in start order, without bodies: the
+        children of span `parent`, or without it the trace's roots (and orphans)."""
+        params = [("parent_span_id", _str_param(parent, "parent")),
+                  ("limit", _page_size(page_size))]
+        return self._pages("/api/runs/%s/traces/%s/spans" % (
+            _seg(run_id, "run_id"), _seg(trace_id, "trace_id")), params, "spans")
+
+    def span(self, run_id, trace_id, span_id):
+        """One span with everything: attributes, metrics, links, input, output, error
+        and the `path` of its ancestors."""
+        return self._get("/api/runs/%s/traces/%s/spans/%s" % (
+            _seg(run_id, "run_id"), _seg(trace_id, "trace_id"), _seg(span_id, "span_id")))
+
+    # -- HTTP ----------------------------------------------------------------------
+
+    def _pages(self, path, params, field):
+        # A generator of its own, so that the arguments above are checked at the call.
+        def pages():
+            cursor = None
+            while True:
+                body = self._get(path, params + [("cursor", cursor)])
+                for item in body.get(field) or ():
+                    yield item
+                cursor = body.get("next_cursor")
+                if not cursor:
+                    return
+        return pages()
+
+    def _get(self, path, params=()):
+        query = "&".join("%s=%s" % (name, urllib.parse.quote(str(value), safe=""))
+                         for name, value in params if value is not None and value != "")
+        target = path + ("?" + query if query else "")
+        for attempt in range(MAX_RETRIES + 1):
+            status, body, wait = self._request(target)
+            if status == 503 and attempt < MAX_RETRIES:
+                self._sleep(min(MAX_RETRY_WAIT, DEFAULT_RETRY_WAIT if wait is None else wait))
+                continue
+            break
+        if 200 <= status < 300:
+            try:
+                return json.loads(body)
+            except ValueError:
+                raise ApiError(status, "invalid_response",
+                               "GET %s answered something that is not JSON; is %s a "
+                               "Treeline server?" % (target, self.url)) from None
+        code, message = None, None
+        try:
+            err = json.loads(body)["error"]
+            code, message = err.get("code"), err.get("message")
+        except (ValueError, TypeError, KeyError, AttributeError):
+            pass
+        if not message:
+            text = body.decode("utf-8", "replace").strip()
+            message = "GET %s failed%s" % (target, ": " + text[:200] if text else "")
+        raise _error_for(status, code, message)
+
+    def _request(self, target):
+        """(status, body bytes, Retry-After seconds or None). Raises Unreachable."""
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json",
+                   "Accept-Encoding": "gzip"}
+        if self.api_key:
+            headers["Authorization"] = "Bearer " + self.api_key
+        req = urllib.request.Request(self.url + target, headers=headers, method="GET")
+        try:
+            # HTTPError is a URLError, so it must be caught first (below it is).
+            try:
+                with self._opener.open(req, timeout=self.timeout) as resp:
+                    return resp.status, _decoded(resp.read(), resp.headers), None
+            except urllib.error.HTTPError as err:
+                with err:
+                    body = _decoded(err.read(), err.headers)
+                return err.code, body, retry_after(err.headers.get("Retry-After"))
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
+            raise Unreachable("GET %s: %s" % (self.url + target, err)) from None
+
+
+def _decoded(data, headers):
+    if data and (headers.get("Content-Encoding") or "").strip().lower() == "gzip":
+        try:
+            return gzip.decompress(data)
+        except (OSError, EOFError):
+            pass  # left as it came: it then reads as an answer that is not JSON
+    return data or b""
