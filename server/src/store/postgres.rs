@@ -142,8 +142,12 @@ async fn write_plan(
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;
     }
+    // Every orphan hangs under its parent before any step descends, so a step
+    // reaches a whole subtree that arrived in pieces (found by the order test).
     for a in &plan.adopt {
         run(tx, |q| statements::adopt(q, run_id, a)).await?;
+    }
+    for a in &plan.adopt {
         if let Some(step) = a.step {
             run(tx, |q| {
                 statements::step_descent(q, run_id, &a.trace_id, &a.parent, step)

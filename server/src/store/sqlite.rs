@@ -183,9 +183,13 @@ fn push_tail<'a>(
         statements::trace_upsert(q, run_id, project, chunk);
         q.push(";\n");
     }
+    // Every orphan hangs under its parent before any step descends, so a step
+    // reaches a whole subtree that arrived in pieces (found by the order test).
     for a in &plan.adopt {
         statements::adopt(q, run_id, a);
         q.push(";\n");
+    }
+    for a in &plan.adopt {
         if let Some(step) = a.step {
             statements::step_descent(q, run_id, &a.trace_id, &a.parent, step);
             q.push(";\n");

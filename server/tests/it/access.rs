@@ -299,16 +299,6 @@ async fn scopes_read_write_admin(t: common::TestStore) {
     );
 }
 
-#[tokio::test]
-async fn read_keys_read_and_write_keys_also_write_sqlite() {
-    scopes_read_write_admin(common::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn read_keys_read_and_write_keys_also_write_postgres() {
-    scopes_read_write_admin(common::postgres().await).await;
-}
-
 async fn a_project_key_sees_only_its_project(t: common::TestStore) {
     let app = team(t, &[BOOT]);
     app.seed("ra", "alpha").await;
@@ -439,16 +429,6 @@ async fn a_project_key_sees_only_its_project(t: common::TestStore) {
     assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
 }
 
-#[tokio::test]
-async fn a_project_key_sees_only_its_project_sqlite() {
-    a_project_key_sees_only_its_project(common::sqlite().await).await;
-}
-
-#[tokio::test]
-async fn a_project_key_sees_only_its_project_postgres() {
-    a_project_key_sees_only_its_project(common::postgres().await).await;
-}
-
 async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
     let app = team(t, &[BOOT]);
     let (id, key) = app.key("read", None).await;
@@ -483,15 +463,27 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .expect("revoke again"));
 }
 
-#[tokio::test]
-async fn revoking_a_key_ends_its_use_and_its_sessions_sqlite() {
-    revoking_ends_api_use_and_sessions(common::sqlite().await).await;
+/// Each storage-touching case, once on each database.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $name() {
+                super::$name(crate::common::sqlite().await).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $name() {
+                super::$name(crate::common::postgres().await).await;
+            })*
+        }
+    };
 }
 
-#[tokio::test]
-async fn revoking_a_key_ends_its_use_and_its_sessions_postgres() {
-    revoking_ends_api_use_and_sessions(common::postgres().await).await;
-}
+on_both!(
+    scopes_read_write_admin,
+    a_project_key_sees_only_its_project,
+    revoking_ends_api_use_and_sessions,
+);
 
 #[tokio::test]
 async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_it() {
