@@ -56,6 +56,28 @@ pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
     svg
 }
 
+/// The value at each of the chart's four grid lines (bottom first) with how far
+/// down the drawing it sits, in percent: the y-axis labels laid over the SVG.
+pub fn value_ticks(lo: f64, hi: f64) -> Vec<(f64, f64)> {
+    let plot = f64::from(HEIGHT - 2 * PAD_Y);
+    (0..=3)
+        .map(|i| {
+            let t = f64::from(i) / 3.0;
+            let top = (f64::from(PAD_Y) + plot * (1.0 - t)) / f64::from(HEIGHT) * 100.0;
+            (lo + (hi - lo) * t, top)
+        })
+        .collect()
+}
+
+/// Five steps evenly across `x0..=x1` (fewer when the range is narrower), for the
+/// x-axis labels.
+pub fn step_ticks(x0: i64, x1: i64) -> Vec<i64> {
+    let span = (x1 - x0).max(0);
+    let mut ticks: Vec<i64> = (0..=4).map(|i| x0 + span * i / 4).collect();
+    ticks.dedup();
+    ticks
+}
+
 /// The point nearest to `step` (points are in step order).
 pub fn nearest(points: &[(i64, f64)], step: f64) -> Option<(i64, f64)> {
     let i = points.partition_point(|p| (p.0 as f64) < step);
@@ -128,15 +150,22 @@ pub fn LineChart(
                 <span class="chart-title">{label}</span>
                 <span class="chart-range">{format!("{} … {}", short(lo), short(hi))}</span>
             </figcaption>
-            <div
-                class="chart-surface"
-                node_ref=surface
-                role="img"
-                aria-label=aria
-                on:mousemove=on_move
-                on:mouseleave=move |_| hover.set(None)
-                inner_html=svg
-            ></div>
+            <div class="chart-frame">
+                <div
+                    class="chart-surface"
+                    node_ref=surface
+                    role="img"
+                    aria-label=aria
+                    on:mousemove=on_move
+                    on:mouseleave=move |_| hover.set(None)
+                    inner_html=svg
+                ></div>
+                <div class="chart-ticks" aria-hidden="true">
+                    {value_ticks(lo, hi).into_iter().map(|(v, top)| view! {
+                        <span style=format!("top: {top:.2}%")>{short(v)}</span>
+                    }).collect_view()}
+                </div>
+            </div>
             // Always present (hidden when idle) so hydration sees the same nodes.
             <div
                 class="chart-readout"
@@ -147,7 +176,9 @@ pub fn LineChart(
             >
                 {move || hover.get().map(|(s, v, _)| format!("step {s}: {}", short(v))).unwrap_or_default()}
             </div>
-            <div class="chart-axis"><span>{format!("step {x0}")}</span><span>{format!("step {x1}")}</span></div>
+            <div class="chart-axis" aria-hidden="true">
+                {step_ticks(x0, x1).into_iter().map(|step| view! { <span>{format!("step {step}")}</span> }).collect_view()}
+            </div>
         </figure>
     }
 }
@@ -182,6 +213,20 @@ mod tests {
         assert_eq!(nearest(&points, 6.0), Some((10, 2.0)));
         assert_eq!(nearest(&points, 99.0), Some((20, 3.0)));
         assert_eq!(nearest(&[], 1.0), None);
+    }
+
+    #[test]
+    fn ticks_label_the_grid_lines_and_spread_over_the_steps() {
+        let ticks = value_ticks(0.0, 3.0);
+        assert_eq!(
+            ticks.iter().map(|t| t.0).collect::<Vec<_>>(),
+            [0.0, 1.0, 2.0, 3.0]
+        );
+        // The bottom grid line sits PAD_Y above the drawing's bottom edge.
+        assert!((ticks[0].1 - 93.75).abs() < 1e-9 && (ticks[3].1 - 6.25).abs() < 1e-9);
+        assert_eq!(step_ticks(0, 400), [0, 100, 200, 300, 400]);
+        assert_eq!(step_ticks(5, 7), [5, 6, 7]);
+        assert_eq!(step_ticks(3, 3), [3]);
     }
 
     #[test]
