@@ -170,7 +170,12 @@ fn is_configured(state: &AppState, digest: &str) -> bool {
     })
 }
 
-async fn session_principal(state: &AppState, token: &str) -> ApiResult<Option<Principal>> {
+/// The caller a session cookie's token stands for: `None` when the session expired,
+/// or its key was revoked or is no longer given to `serve`.
+pub(super) async fn session_principal(
+    state: &AppState,
+    token: &str,
+) -> ApiResult<Option<Principal>> {
     let Some(session) = state
         .store
         .access()

@@ -70,16 +70,14 @@ async fn login_page(
     Ok(form(StatusCode::OK, &next, None))
 }
 
+/// Whether the browser's session still names a caller, by the same rule the
+/// doors apply (a session of a revoked key, or of a key no longer given to `serve`,
+/// is none: counting it here would send the browser back and forth).
 async fn signed_in(state: &AppState, headers: &HeaderMap) -> ApiResult<bool> {
-    let Some(token) = secret::session_token(headers) else {
-        return Ok(false);
-    };
-    Ok(state
-        .store
-        .access()
-        .session(&secret::digest(token), now_us())
-        .await?
-        .is_some())
+    match secret::session_token(headers) {
+        Some(token) => Ok(auth::session_principal(state, token).await?.is_some()),
+        None => Ok(false),
+    }
 }
 
 async fn login(

@@ -588,6 +588,34 @@ async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_it() {
     assert_eq!(after.status, StatusCode::SEE_OTHER);
 }
 
+#[tokio::test]
+async fn a_session_of_a_key_no_longer_given_is_signed_out_everywhere() {
+    let first = team(common::sqlite().await, &[BOOT]);
+    let cookie = cookie_of(&first.sign_in(BOOT, "/").await);
+    // The same database, served again with another key.
+    let mut state = AppState::new(first.t.store.clone());
+    state.api_keys = Arc::new(vec!["another-key".to_string()]);
+    let again = Team {
+        app: treeline_server::serve::app(
+            state,
+            &std::env::temp_dir(),
+            HOST.parse().expect("address"),
+        ),
+        t: first.t,
+    };
+    let with_cookie = [("cookie", cookie.as_str())];
+    let page = again
+        .call("GET", "/traces", &with_cookie, Body::empty())
+        .await;
+    assert_eq!(page.status, StatusCode::SEE_OTHER);
+    // The sign-in page agrees, rather than sending the browser back to the page.
+    let login = again
+        .call("GET", page.location(), &with_cookie, Body::empty())
+        .await;
+    assert_eq!(login.status, StatusCode::OK, "{}", login.location());
+    assert!(login.body.contains("<form"));
+}
+
 async fn run_status(app: &Team, run: &str) -> (Value, Value) {
     let detail = app.get(&format!("/api/runs/{run}"), BOOT).await.json();
     (detail["status"].clone(), detail["trace_count"].clone())
