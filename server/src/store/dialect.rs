@@ -197,8 +197,8 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         run_id: &'e str,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'e;
 
-    /// The root attribute `key` of `t.attributes` as a number; NULL when it is
-    /// missing or not a number.
+    /// The root attribute `key` of `t.attributes` as a floating-point number (an
+    /// integer too); NULL when it is missing or not a number.
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str);
     /// The attribute as a string (compared byte by byte); NULL unless a string.
     fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str);
@@ -208,7 +208,7 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str);
     /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
     /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
-    /// text (strings and booleans).
+    /// text (strings and booleans); `num` is floating-point, an integer too.
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
 
     /// `old` JSON object text with `new`'s keys laid over it.
@@ -259,9 +259,10 @@ impl Dialect for Sqlite {
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
         q.push("CASE WHEN json_type(t.attributes, ")
             .bind(json_path(key))
-            .push(") IN ('integer', 'real') THEN json_extract(t.attributes, ")
+            .push(") IN ('integer', 'real') THEN CAST(json_extract(t.attributes, ")
             .bind(json_path(key))
-            .push(") END");
+            // REAL: SQLite keeps 0 and 0.5 apart as INTEGER and REAL.
+            .push(") AS REAL) END");
     }
 
     fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
@@ -289,7 +290,7 @@ impl Dialect for Sqlite {
             "(SELECT t.trace_id AS trace, a.key AS key,
                      CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
                                  WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
-                     CASE WHEN a.type IN ('integer', 'real') THEN a.value END AS num,
+                     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
                      CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
                                  WHEN 'false' THEN 'false' END AS text
                 FROM traces t, json_each(t.attributes) a

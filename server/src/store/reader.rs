@@ -304,15 +304,14 @@ impl<DB: Dialect> Reads for Reader<DB> {
         if let TraceSort::Attr(key) = &query.sort {
             // The attribute's value, with the traces that lack it at the far end
             // of either order; selected once, below, so the page can name it.
-            // CAST: SQLite keeps an integer attribute (0) apart from a real one.
             q.push(format!(
-                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE(CAST("
+                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE("
             ));
             DB::push_attr_number(&mut q, key);
             q.push(if query.ascending {
-                " AS DOUBLE PRECISION), 1.7976931348623157e308) AS sort_value"
+                ", 1.7976931348623157e308) AS sort_value"
             } else {
-                " AS DOUBLE PRECISION), -1.7976931348623157e308) AS sort_value"
+                ", -1.7976931348623157e308) AS sort_value"
             });
         } else {
             q.push(format!(
@@ -411,8 +410,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {
         let mut q = Sql::<DB>::new(
-            "SELECT key, kind, COUNT(*) AS traces, CAST(MIN(num) AS DOUBLE PRECISION) AS min,
-                    CAST(MAX(num) AS DOUBLE PRECISION) AS max FROM ",
+            "SELECT key, kind, COUNT(*) AS traces, MIN(num) AS min, MAX(num) AS max FROM ",
         );
         DB::push_attr_rows(&mut q, run_id);
         q.push(format!(
