@@ -97,15 +97,24 @@ impl Default for ServeArgs {
     }
 }
 
-impl ServeArgs {
-    pub fn database_url(&self) -> String {
-        self.database_url.clone().unwrap_or_else(|| {
-            format!(
-                "sqlite:{}",
-                self.data_dir.join("treeline.db").to_string_lossy()
-            )
-        })
+/// Opens the store that `--database-url`, or else the SQLite file in `--data-dir`
+/// (created if need be), names: what `serve` and `keys` share.
+pub async fn open_store(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+) -> Outcome<(String, Arc<dyn store::Store>)> {
+    let url = database_url.map_or_else(
+        || format!("sqlite:{}", data_dir.join("treeline.db").to_string_lossy()),
+        str::to_string,
+    );
+    if database_url.is_none() {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     }
+    let store = store::open(&url)
+        .await
+        .context("cannot open the database")?;
+    Ok((url, store))
 }
 
 pub fn main() -> ExitCode {
@@ -147,14 +156,7 @@ pub fn main() -> ExitCode {
 }
 
 async fn serve_command(args: ServeArgs) -> Outcome {
-    let url = args.database_url();
-    if url.starts_with("sqlite:") {
-        std::fs::create_dir_all(&args.data_dir)
-            .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
-    }
-    let store = store::open(&url)
-        .await
-        .context("cannot open the database")?;
+    let (url, store) = open_store(&args.data_dir, args.database_url.as_deref()).await?;
     prune_old_records(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::failure::{Context, Failure, Outcome};
 use crate::http::auth::Scope;
 use crate::http::{now_us, secret};
-use crate::store::{self, KeyRecord};
+use crate::store::KeyRecord;
 
 #[derive(clap::Args)]
 pub struct KeysArgs {
@@ -51,19 +51,7 @@ enum KeysCommand {
 }
 
 pub async fn run_command(args: KeysArgs) -> Outcome {
-    let url = args.database_url.clone().unwrap_or_else(|| {
-        format!(
-            "sqlite:{}",
-            args.data_dir.join("treeline.db").to_string_lossy()
-        )
-    });
-    if url.starts_with("sqlite:") && args.database_url.is_none() {
-        std::fs::create_dir_all(&args.data_dir)
-            .with_context(|| format!("cannot create data directory {}", args.data_dir.display()))?;
-    }
-    let store = store::open(&url)
-        .await
-        .context("cannot open the database")?;
+    let (_, store) = crate::cli::open_store(&args.data_dir, args.database_url.as_deref()).await?;
     let access = store.access();
     let mut out = std::io::stdout().lock();
     match args.command {
