@@ -1,5 +1,24 @@
 //! How numbers and times read on the page.
 
+/// A trace's name as a list shows it: its root's, or a note that the root has not
+/// arrived yet.
+pub fn trace_name(t: &treeline_wire::TraceSummary) -> String {
+    if t.name.is_empty() {
+        "(root not received yet)".to_string()
+    } else {
+        t.name.clone()
+    }
+}
+
+/// The span kinds in a trace, as a list shows them.
+pub fn kinds(t: &treeline_wire::TraceSummary) -> String {
+    t.kinds
+        .iter()
+        .map(|k| k.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// A duration in microseconds, in the largest unit that keeps it short.
 pub fn duration(us: i64) -> String {
     let us = us.max(0);

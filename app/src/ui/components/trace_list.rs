@@ -95,12 +95,7 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
                 .with_selection(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
         u.href()
     };
-    let kinds = t
-        .kinds
-        .iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(" · ");
+    let kinds = format::kinds(&t);
     // The pinned root attributes, as the row shows them; an absent one as a dash.
     // Read from the URL as it changes: pinning a column does not refetch the list.
     let attributes = t.attributes.clone();
@@ -118,11 +113,7 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
             })
             .collect()
     };
-    let name = if t.name.is_empty() {
-        "(root not received yet)".to_string()
-    } else {
-        t.name.clone()
-    };
+    let name = format::trace_name(&t);
     view! {
         <li role="option" aria-selected=move || selected().to_string() class="trace-row">
             <a href=href>

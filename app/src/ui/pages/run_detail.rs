@@ -274,17 +274,12 @@ fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoVie
 fn RunTraceRow(t: TraceSummary) -> impl IntoView {
     let now = format::now_us();
     let href = link(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
-    let kinds = t
-        .kinds
-        .iter()
-        .map(|k| k.as_str())
-        .collect::<Vec<_>>()
-        .join(" · ");
+    let kinds = format::kinds(&t);
     view! {
         <li>
             <a href=href>
                 <StatusBadge status=t.status/>
-                <span class="name">{if t.name.is_empty() { "(root not received yet)".to_string() } else { t.name.clone() }}</span>
+                <span class="name">{format::trace_name(&t)}</span>
                 {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
                 <span class="kinds">{kinds}</span>
                 <span class="spans">{format!("{} spans", t.span_count)}</span>
