@@ -76,7 +76,7 @@ pub fn App() -> impl IntoView {
                 <Account/>
             </header>
             <main>
-                <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
+                <Routes fallback=|| view! { <h1>"Page not found"</h1><p class="empty">"Nothing lives at this address."</p> }>
                     <Route path=path!("") view=pages::runs::RunsPage/>
                     <Route path=path!("/runs/:run_id") view=pages::run_detail::RunDetailPage/>
                     <Route path=path!("/traces") view=pages::traces::TracesPage/>

@@ -24,29 +24,29 @@ test.beforeAll(async ({ request }) => {
 });
 
 const names = async (page: import("@playwright/test").Page) =>
-  (await page.getByRole("listbox", { name: "Traces" }).locator(".name").allTextContents()).sort();
+  (await page.getByRole("list", { name: "Traces", exact: true }).locator(".name").allTextContents()).sort();
 
 test("a filter built in the builder narrows the list, rides the URL and survives a reload", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}`);
-  const list = page.getByRole("listbox", { name: "Traces" });
-  await expect(list.getByRole("option")).toHaveCount(8);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
   await page.getByLabel("Filter field").selectOption("attr.reward");
   await page.getByLabel("Filter operator").selectOption("<");
   await page.getByLabel("Filter value").fill("0.35");
   await page.getByRole("button", { name: "Add filter" }).click();
   await expect(page).toHaveURL(/filter=attr\.reward%20%3C%200\.35/);
-  await expect(list.getByRole("option")).toHaveCount(4);
+  await expect(list.getByRole("listitem")).toHaveCount(4);
   await expect(page.getByRole("list", { name: "Filters" })).toContainText("attr.reward < 0.35");
   await page.reload();
-  await expect(list.getByRole("option")).toHaveCount(4);
+  await expect(list.getByRole("listitem")).toHaveCount(4);
   expect(await names(page)).toEqual(["rollout 0", "rollout 1", "rollout 2", "rollout 3"]);
 
   // Failed beneath, on top: the roots all recovered, the children did not.
   await page.getByLabel("Failed beneath").check();
-  await expect(list.getByRole("option")).toHaveCount(1);
+  await expect(list.getByRole("listitem")).toHaveCount(1);
   await expect(list).toContainText("rollout 1");
   await page.getByRole("button", { name: "Remove filter attr.reward < 0.35" }).click();
-  await expect(list.getByRole("option")).toHaveCount(3);
+  await expect(list.getByRole("listitem")).toHaveCount(3);
   expect(await names(page)).toEqual(["rollout 1", "rollout 4", "rollout 7"]);
 
   // A bad value is named, and nothing changes.
@@ -55,12 +55,12 @@ test("a filter built in the builder narrows the list, rides the URL and survives
   await page.getByLabel("Filter value").fill("");
   await page.getByRole("button", { name: "Add filter" }).click();
   await expect(page.getByRole("alert")).toContainText("missing");
-  await expect(list.getByRole("option")).toHaveCount(3);
+  await expect(list.getByRole("listitem")).toHaveCount(3);
 });
 
 test("the list sorts by a root attribute and pins it as a column", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}`);
-  const list = page.getByRole("listbox", { name: "Traces" });
+  const list = page.getByRole("list", { name: "Traces", exact: true });
   await page.getByLabel("Sort by").selectOption("attr.reward");
   await expect(page).toHaveURL(/sort=attr\.reward/);
   await expect(list.locator(".name").first()).toHaveText("rollout 7");
@@ -70,8 +70,8 @@ test("the list sorts by a root attribute and pins it as a column", async ({ page
   await page.getByText(/^Columns:/).click();
   await page.getByRole("group", { name: "Columns" }).getByLabel("reward").check();
   await expect(page).toHaveURL(/cols=reward/);
-  await expect(list.getByRole("option").first().locator(".line3")).toContainText("reward 0");
-  await expect(list.getByRole("option").nth(7).locator(".line3")).toContainText("reward 0.7");
+  await expect(list.getByRole("listitem").first().locator(".line3")).toContainText("reward 0");
+  await expect(list.getByRole("listitem").nth(7).locator(".line3")).toContainText("reward 0.7");
 });
 
 test("a project picker scopes the list, and a run is found by a piece of its name", async ({ page }) => {
@@ -80,8 +80,8 @@ test("a project picker scopes the list, and a run is found by a piece of its nam
   await expect(page).toHaveURL(/project=filters-e2e/);
   const runs = page.getByRole("combobox", { name: "Run", exact: true });
   await expect(runs.locator("option")).toHaveText(["All runs of the project", "filtered run — filters-e2e"]);
-  const list = page.getByRole("listbox", { name: "Traces" });
-  await expect(list.getByRole("option")).toHaveCount(8);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
 
   await page.goto("/traces");
   const find = page.getByLabel("Find a run");

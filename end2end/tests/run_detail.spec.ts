@@ -1,4 +1,5 @@
 import { test, expect, createRun, sendEvents } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
 
 const RUN = "e2e-timeline";
 const BIG = "e2e-3000-steps";
@@ -35,6 +36,7 @@ test("opening Traces draws one marker per step with the run's totals", async ({ 
   await page.goto(`/runs/${RUN}`);
   await expect(page.getByRole("heading", { name: /ppo-timeline/ })).toBeVisible();
   await expect(page.getByRole("figure").first()).toBeVisible();
+  await expectNoA11yViolations(page);
   await page.getByRole("heading", { name: "Traces", exact: true }).click();
   const lane = page.getByRole("group", { name: "Trace activity per step" });
   await expect(lane.getByRole("button")).toHaveCount(10);
@@ -45,6 +47,8 @@ test("opening Traces draws one marker per step with the run's totals", async ({ 
   await expect(head).toContainText("3 without a step");
   await expect(head).toContainText("steps 0–9");
   await expect(page.locator(".danger-band")).toHaveCount(1);
+  await expect(page.getByRole("list", { name: "Traces of this run" }).getByRole("listitem")).toHaveCount(23);
+  await expectNoA11yViolations(page);
 });
 
 test("clicking a step pins the list to it, and the chip clears it", async ({ page }) => {

@@ -1,4 +1,5 @@
 import { test, expect, createRun, sendEvents } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
 
 test.beforeAll(async ({ request }) => {
   await createRun(request, "e2e-ppo", "cartpole", "ppo-seed-1");
@@ -21,6 +22,9 @@ test("the runs page renders on the server and hydrates", async ({ page }) => {
   // Other runs (the demo's) may match too: the counter agrees with the rows shown.
   const shown = await table.locator("tbody").getByRole("row").count();
   await expect(page.getByText(new RegExp(`^${shown} of \\d+ runs$`))).toBeVisible();
+  await page.getByLabel("Filter runs").fill("");
+  await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
+  await expectNoA11yViolations(page);
 });
 
 test("a run shows its trace and failed-trace counts", async ({ page }) => {

@@ -1,4 +1,5 @@
 import { test, expect } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
 
 // A second server, started by scripts/e2e.sh with stored keys, so it asks for sign-in.
 const BASE = process.env.AUTH_BASE_URL ?? "";
@@ -39,6 +40,7 @@ test("a signed-out deep link signs in, then opens the same span; signing out end
   await page.goto(deep);
   await expect(page).toHaveURL(/\/login\?next=/);
   await expect(page.getByRole("heading", { name: "Sign in" })).toBeVisible();
+  await expectNoA11yViolations(page);
   await page.getByLabel("API key").fill(READ_KEY);
   await page.getByRole("button", { name: "Sign in" }).click();
 

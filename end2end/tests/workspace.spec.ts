@@ -1,4 +1,5 @@
 import { test, expect, createRun, sendEvents } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
 
 const RUN = "e2e-ws";
 const open = (trace: string, span: string, parent: string | null, name: string, kind: string, ts: number, extra: object = {}) =>
@@ -41,6 +42,11 @@ test("a deep link server-renders and reopens a span five levels deep", async ({ 
   await expect(tree.locator('[aria-selected="true"]')).toHaveCount(1);
   const inspector = page.getByRole("complementary", { name: "Span inspector" });
   await expect(inspector.getByText("lvl5", { exact: true })).toBeVisible();
+  // The trace's row in the list is the current one.
+  const current = page.getByRole("list", { name: "Traces", exact: true }).locator('a[aria-current="true"]');
+  await expect(current).toHaveCount(1);
+  await expect(current).toContainText("step root");
+  await expectNoA11yViolations(page);
 });
 
 test("a trace opens with its root's children shown, and expanding a node fetches its own", async ({ page }) => {
@@ -93,17 +99,18 @@ test("a model span's messages read as a transcript, as text", async ({ page }) =
   // Markup a user sent is shown, not interpreted.
   await expect(inspector.getByText("<b>2+2?</b>")).toBeVisible();
   await expect(inspector.locator(".transcript b")).toHaveCount(0);
+  await expectNoA11yViolations(page);
 });
 
 test("filters narrow the list", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}`);
-  const list = page.getByRole("listbox", { name: "Traces" });
-  await expect(list.getByRole("option")).toHaveCount(2);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(2);
   await page.getByText("Status: any").click();
   await page.getByRole("checkbox", { name: "failed", exact: true }).check();
   await expect(page).toHaveURL(/status=error/);
-  await expect(list.getByRole("option")).toHaveCount(1);
-  await expect(list.getByRole("option").first()).toContainText("wide rollout");
+  await expect(list.getByRole("listitem")).toHaveCount(1);
+  await expect(list.getByRole("listitem").first()).toContainText("wide rollout");
 });
 
 test("a search of nine terms says so", async ({ page }) => {
@@ -117,6 +124,9 @@ test("a missing span is reported and nothing is selected", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=nope`);
   await expect(page.getByRole("alert")).toHaveText("span nope not found in trace deep");
   await expect(page.locator('[role="treeitem"][aria-selected="true"]')).toHaveCount(0);
+  // The tree names no active row that is not there.
+  await expect(page.getByRole("tree")).not.toHaveAttribute("aria-activedescendant", /./);
+  await expectNoA11yViolations(page);
   await page.goto(`/traces?run_id=${RUN}&trace_id=ghost&span_id=root`);
   await expect(page.getByRole("alert").first()).toContainText("trace ghost not found");
 });

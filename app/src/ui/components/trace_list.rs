@@ -67,7 +67,9 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
                 </p>
             }
         }>
-            <ul role="listbox" aria-label="Traces">
+            // A list of links, the selected one marked current: each row is one link, so
+            // no focusable control sits inside another (a listbox option may hold none).
+            <ul class="trace-list" aria-label="Traces">
                 <For each=move || traces.get() key=|t| (t.run_id.clone(), t.trace_id.clone(), t.updated_us) let:t>
                     <TraceRow t=t.clone() url now/>
                 </For>
@@ -115,8 +117,8 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
     };
     let name = format::trace_name(&t);
     view! {
-        <li role="option" aria-selected=move || selected().to_string() class="trace-row">
-            <a href=href>
+        <li class="trace-row">
+            <a href=href aria-current=move || selected().then_some("true")>
                 <div class="line1">
                     <StatusBadge status=t.status/>
                     <span class="name" title=name.clone()>{name.clone()}</span>

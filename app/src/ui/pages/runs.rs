@@ -97,7 +97,8 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
             <thead>
                 <tr>
                     <th>"Run"</th><th>"Project"</th><th>"Status"</th><th>"Started"</th>
-                    <th>"Duration"</th><th class="num">"Traces"</th><th class="num">"Failed traces"</th><th></th>
+                    <th>"Duration"</th><th class="num">"Traces"</th><th class="num">"Failed traces"</th>
+                    <th><span class="visually-hidden">"Workspace"</span></th>
                 </tr>
             </thead>
             <tbody>

@@ -70,6 +70,8 @@ pub fn TracesPage() -> impl IntoView {
 
     view! {
         <section class="workspace">
+            // The page's title for assistive technology; the top bar already shows where you are.
+            <h1 class="visually-hidden">"Traces"</h1>
             <Filters url go_to list/>
             <FilterBar url go_to/>
             <div class="panes">

@@ -111,7 +111,7 @@ fn TreeView(
             role="tree"
             aria-label=format!("Spans of {name}")
             tabindex="0"
-            aria-activedescendant=move || focused.get().map(|f| format!("node-{f}")).unwrap_or_default()
+            aria-activedescendant=move || active_row(focused, rows, slice)
             style="height: calc(100% - 42px); overflow: auto;"
             on:scroll=move |ev| viewport.on_scroll(&ev)
             on:keydown=on_key
@@ -178,6 +178,26 @@ fn time_axis(trace: RwSignal<TraceSummary>) -> Memo<(i64, i64)> {
             (t0, t.end_us.unwrap_or_else(format::now_us).max(t0 + 1))
         })
     })
+}
+
+/// The id of the focused row's element while it is drawn; none otherwise (nothing
+/// focused, a span not in the tree, or a row scrolled out of the drawn slice), since
+/// `aria-activedescendant` must name an element on the page.
+fn active_row(
+    focused: RwSignal<Option<String>>,
+    rows: Memo<Vec<Row>>,
+    slice: Memo<std::ops::Range<usize>>,
+) -> Option<String> {
+    let focused = focused.get()?;
+    let range = slice.get();
+    let drawn = rows.with(|rows| {
+        rows.get(range).is_some_and(|drawn| {
+            drawn
+                .iter()
+                .any(|row| matches!(row, Row::Node { id, .. } if *id == focused))
+        })
+    });
+    drawn.then(|| format!("node-{focused}"))
 }
 
 /// Where span `id` is among the rows.
