@@ -9,6 +9,7 @@ mod cursor;
 mod dialect;
 mod group;
 mod merge;
+mod migrations;
 mod postgres;
 mod reader;
 mod rows;

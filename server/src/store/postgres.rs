@@ -20,8 +20,6 @@ use super::{
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
-static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-
 /// Rows per multi-row statement, under PostgreSQL's 65,535 bound parameters.
 const SPAN_CHUNK: usize = 1_000;
 
@@ -45,7 +43,7 @@ impl PostgresStore {
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(options.clone())
             .await?;
-        MIGRATIONS.run(&pool).await?;
+        super::migrations::postgres().await?.run(&pool).await?;
         let reads = PgPoolOptions::new()
             .max_connections(READ_CONNECTIONS)
             .acquire_timeout(Duration::from_secs(30))

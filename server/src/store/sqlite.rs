@@ -25,8 +25,6 @@ use super::{
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
-static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
 /// Rows per multi-row statement, under SQLite's 32,766 bound parameters.
 const SPAN_CHUNK: usize = 1_000;
 
@@ -87,7 +85,7 @@ impl SqliteStore {
                     .pragma("cache_size", format!("-{WRITER_CACHE_KIB}")),
             )
             .await?;
-        MIGRATIONS.run(&writer).await?;
+        super::migrations::sqlite().await?.run(&writer).await?;
         let reader = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(
