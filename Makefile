@@ -31,14 +31,13 @@ run: build
 	$(say) "serving: open http://$(ADDR)  (data in $(DATA_DIR), ctrl-c to stop)"
 	./target/release/treeline serve --addr $(ADDR) --data-dir $(DATA_DIR) --demo
 
-## build: build the release server and its browser bundle (cargo leptos build --release)
+## build: build the release server and its browser bundle (scripts/build-release.sh; logs in target/build-logs)
 build: tools
-	$(say) "building the release: server binary and browser bundle"
-	cargo leptos build --release
+	@scripts/build-release.sh
 
-## tools: install the build tools (wasm target, cargo-leptos, wasm-bindgen, wasm-opt) under TOOLS_DIR
+## tools: install the build tools (wasm target, wasm-bindgen, wasm-opt) under TOOLS_DIR
 tools:
-	@WANT="wasm leptos bindgen wasmopt" scripts/setup-tools.sh
+	@WANT="wasm bindgen wasmopt" scripts/setup-tools.sh
 
 ## bootstrap: install the missing system packages (Chromium, PostgreSQL, python3-venv): the only apt-get
 bootstrap:
@@ -48,8 +47,9 @@ bootstrap:
 py-venv:
 	@scripts/setup-python.sh
 
-## dev: rebuild and reload on every change
+## dev: rebuild and reload on every change (cargo-leptos, built once under TOOLS_DIR)
 dev: tools
+	@WANT=leptos scripts/setup-tools.sh
 	$(say) "watching: rebuilds and reloads on every change"
 	cargo leptos watch
 

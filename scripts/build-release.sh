@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the release: the `treeline` binary and the browser bundle in target/site,
+# the same files `cargo leptos build --release` makes, without cargo-leptos: building
+# that tool on a fresh machine took longer than Treeline itself. `make dev` keeps
+# cargo-leptos for its watch-and-reload loop.
+#
+# The wasm (profile wasm-release, in target/front so that its cargo does not wait on
+# the server's lock) and the server (profile release) compile side by side: each
+# ends on a long single-threaded stretch (the wasm's fat LTO, the server crate), so
+# together they keep both cores busy. Then wasm-bindgen and wasm-opt, skipped when
+# the wasm is byte-identical to the last bundle's, and the stylesheet and assets.
+# Compiler output goes to target/build-logs/; the terminal gets a line per step.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PROGRESS_TAG=build
+# shellcheck source=scripts/lib/progress.sh
+source scripts/lib/progress.sh
+
+LOGS=target/build-logs
+SITE=target/site
+PKG=$SITE/pkg
+NAME=treeline
+FRONT=target/front
+WASM_IN=$FRONT/wasm32-unknown-unknown/wasm-release/treeline_frontend.wasm
+STAMP=$PKG/.source-wasm.sha256
+# The components are type-erased on both sides (far less monomorphised view code in
+# the bundle); both builds must agree, as cargo-leptos's `always-erase-components`.
+export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg erase_components"
+mkdir -p "$LOGS" "$PKG"
+started=$SECONDS
+
+job wasm "browser bundle: compiling the wasm" "5 min from scratch" "$LOGS/wasm.log" \
+  "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
+  cargo build -p treeline-frontend --lib --target wasm32-unknown-unknown \
+  --profile wasm-release --target-dir "$FRONT"
+job server "server: compiling the treeline binary" "7 min from scratch" "$LOGS/server.log" \
+  "$(crate_count -p treeline-server)" -- \
+  cargo build -p treeline-server --bin treeline --release
+wait_jobs
+
+# The bundle's name is Leptos's own default (`<name>_bg.wasm`, what the hydration
+# script asks for when built without cargo-leptos's environment).
+WASM_OUT=$PKG/${NAME}_bg.wasm
+# A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
+# times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
+stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
+if [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
+  progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
+else
+  rm -f "$STAMP"
+  bundle() {
+    local tmp=$PKG.tmp
+    rm -rf "$tmp" && mkdir -p "$tmp"
+    wasm-bindgen --target web --no-typescript --out-name "$NAME" --out-dir "$tmp" "$WASM_IN"
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
+    mv "$tmp/$NAME.js" "$PKG/"
+    rm -rf "$tmp"
+  }
+  step bundle "browser bundle: wasm-bindgen, then wasm-opt -Oz" "1 min" "$LOGS/bundle.log" 0 -- bundle
+  stamp >"$STAMP"
+fi
+
+cp style/main.css "$PKG/$NAME.css"
+cp -r public/. "$SITE/"
+progress_say "release built in $(minutes $((SECONDS - started))): target/release/treeline," \
+  "and the bundle in $SITE ($(du -h "$WASM_OUT" | cut -f1) of wasm)"
