@@ -24,6 +24,11 @@ const SQLITE: Embedded = Embedded(&[
         "access",
         include_str!("../../migrations/sqlite/0002_access.sql"),
     ),
+    (
+        3,
+        "trace numbers",
+        include_str!("../../migrations/sqlite/0003_trace_numbers.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -36,6 +41,11 @@ const POSTGRES: Embedded = Embedded(&[
         2,
         "access",
         include_str!("../../migrations/postgres/0002_access.sql"),
+    ),
+    (
+        3,
+        "trace numbers",
+        include_str!("../../migrations/postgres/0003_trace_numbers.sql"),
     ),
 ]);
 
@@ -89,7 +99,9 @@ mod tests {
             let names: Vec<String> = listed
                 .0
                 .iter()
-                .map(|(version, description, _)| format!("{version:04}_{description}.sql"))
+                .map(|(version, description, _)| {
+                    format!("{version:04}_{}.sql", description.replace(' ', "_"))
+                })
                 .collect();
             assert_eq!(files, names, "{dir}: every file, in version order");
         }

@@ -16,6 +16,7 @@ mod rows;
 mod run_writes;
 mod sqlite;
 mod statements;
+mod trace_list;
 
 use async_trait::async_trait;
 use treeline_wire::{

@@ -8,8 +8,7 @@ use treeline_wire::{
 };
 
 use treeline_wire::filter::{
-    AttributeKey, AttributeKeys, Field, Op, Test, Total, TraceFilter, Value, ValueCount,
-    MAX_ATTRIBUTE_KEYS, TOP_VALUES,
+    AttributeKey, AttributeKeys, ValueCount, MAX_ATTRIBUTE_KEYS, TOP_VALUES,
 };
 
 use super::cursor::page_cursor;
@@ -83,9 +82,9 @@ pub struct Reader<DB: Dialect> {
 
 /// The order of a keyset page: its columns (a sort value, then ids that make each
 /// row's position unique) and direction. A cursor holds one value per column.
-struct Keyset<'k> {
-    columns: &'k [&'k str],
-    descending: bool,
+pub(super) struct Keyset<'k> {
+    pub columns: &'k [&'k str],
+    pub descending: bool,
 }
 
 impl<DB: Dialect> Reader<DB> {
@@ -103,7 +102,7 @@ impl<DB: Dialect> Reader<DB> {
 
     /// One page of `q` in `order`: the rows past `cursor`, and the cursor of the
     /// next page if more follow (`key` gives a row's cursor).
-    async fn page<'a, T>(
+    pub(super) async fn page<'a, T>(
         &self,
         mut q: Sql<'a, DB>,
         order: Keyset<'_>,
@@ -139,50 +138,6 @@ impl<DB: Dialect> Reader<DB> {
             .collect::<StoreResult<Vec<T>>>()?;
         let next_cursor = page_cursor(&mut items, limit, key);
         Ok((items, next_cursor))
-    }
-}
-
-/// A trace's place in its list's order.
-enum SortValue {
-    Int(i64),
-    Number(f64),
-}
-
-/// Pushes the condition of one trace filter (on `t`, the traces table).
-fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
-    let total = |t: Total| match t {
-        Total::Errors => "t.error_count",
-        Total::Spans => "t.span_count",
-        Total::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
-        Total::Iterations => "t.iteration_count",
-        Total::Duration => "(t.end_us - t.start_us)",
-        Total::Step => "t.step",
-        Total::Rank => "t.rank",
-    };
-    match (&filter.field, &filter.test) {
-        (Field::Total(t), Test::Exists) => {
-            q.push(format!("{} IS NOT NULL", total(*t)));
-        }
-        (Field::Total(t), Test::Compare(op, Value::Number(n))) => {
-            q.push(format!("{} {} ", total(*t), op.symbol())).bind(*n);
-        }
-        // A total is a number: against a string or a boolean nothing matches.
-        (Field::Total(_), Test::Compare(..)) => {
-            q.push("1 = 0");
-        }
-        (Field::Attr(key), Test::Exists) => DB::push_attr_exists(q, key),
-        (Field::Attr(key), Test::Compare(op, Value::Number(n))) => {
-            DB::push_attr_number(q, key);
-            q.push(format!(" {} ", op.symbol())).bind(*n);
-        }
-        (Field::Attr(key), Test::Compare(op, Value::Text(text))) => {
-            DB::push_attr_text(q, key);
-            q.push(format!(" {} ", op.symbol())).bind(text);
-        }
-        (Field::Attr(key), Test::Compare(op, Value::Bool(b))) => {
-            // Parsing allows only = and != with a boolean.
-            DB::push_attr_is(q, key, if *op == Op::Ne { !*b } else { *b });
-        }
     }
 }
 
@@ -292,120 +247,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList> {
-        let sort = match &query.sort {
-            TraceSort::Updated => "t.updated_us",
-            TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
-            TraceSort::Spans => "t.span_count",
-            TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
-            TraceSort::Errors => "t.error_count",
-            TraceSort::Attr(_) => "x.sort_value",
-        };
-        let mut q = Sql::new("");
-        if let TraceSort::Attr(key) = &query.sort {
-            // The attribute's value, with the traces that lack it at the far end
-            // of either order; selected once, below, so the page can name it.
-            q.push(format!(
-                "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, COALESCE("
-            ));
-            DB::push_attr_number(&mut q, key);
-            q.push(if query.ascending {
-                ", 1.7976931348623157e308) AS sort_value"
-            } else {
-                ", -1.7976931348623157e308) AS sort_value"
-            });
-        } else {
-            q.push(format!(
-                "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value"
-            ));
-        }
-        q.push(" FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1");
-        if let Some(run_id) = &query.run_id {
-            q.push(" AND t.run_id = ").bind(run_id);
-        }
-        if let Some(project) = &query.project {
-            q.push(" AND t.project = ").bind(project);
-        }
-        if !query.statuses.is_empty() {
-            q.push(" AND t.status IN (");
-            for (i, s) in query.statuses.iter().enumerate() {
-                q.push(if i == 0 { "" } else { ", " }).bind(s.as_str());
-            }
-            q.push(")");
-        }
-        if query.kinds != 0 {
-            q.push(" AND (t.kinds & ").bind(query.kinds).push(") <> 0");
-        }
-        for (condition, bound) in [
-            (" AND t.updated_us >= ", query.since_us),
-            (" AND t.updated_us <= ", query.until_us),
-            (" AND t.step >= ", query.min_step),
-            (" AND t.step <= ", query.max_step),
-        ] {
-            if let Some(v) = bound {
-                q.push(condition).bind(v);
-            }
-        }
-        let like = DB::LIKE_ANY_CASE;
-        for term in &query.terms {
-            let escaped = rows::escape_like(term);
-            q.push(format!(" AND (t.name {like} "))
-                .bind(format!("%{escaped}%"))
-                .push(" ESCAPE '\\'");
-            for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
-                q.push(format!(" OR {column} {like} "))
-                    .bind(format!("{escaped}%"))
-                    .push(" ESCAPE '\\'");
-            }
-            q.push(")");
-        }
-        for filter in &query.filters {
-            q.push(" AND ");
-            push_filter(&mut q, filter);
-        }
-        let by_attr = matches!(query.sort, TraceSort::Attr(_));
-        let columns: &[&str] = if by_attr {
-            q.push(") x WHERE 1 = 1");
-            &[sort, "x.run_id", "x.trace_id"]
-        } else {
-            &[sort, "t.run_id", "t.trace_id"]
-        };
-        let order = Keyset {
-            columns,
-            descending: !query.ascending,
-        };
-        let read = |r: &DB::Row| {
-            let value = if by_attr {
-                SortValue::Number(r.req_float("sort_value")?)
-            } else {
-                SortValue::Int(r.req_int("sort_value")?)
-            };
-            Ok((value, rows::trace_summary(r)?))
-        };
-        let (items, next_cursor) = self
-            .page(
-                q,
-                order,
-                (query.cursor.as_ref(), query.limit),
-                read,
-                |(value, t)| Cursor {
-                    value: match value {
-                        SortValue::Int(v) => *v,
-                        SortValue::Number(_) => 0,
-                    },
-                    number: match value {
-                        SortValue::Int(_) => None,
-                        SortValue::Number(n) => Some(*n),
-                    },
-                    a: t.run_id.clone(),
-                    b: t.trace_id.clone(),
-                },
-            )
-            .await?;
-        Ok(TraceList {
-            traces: items.into_iter().map(|(_, t)| t).collect(),
-            next_cursor,
-            window: None,
-        })
+        self.trace_list(query).await
     }
 
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {

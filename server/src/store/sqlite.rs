@@ -181,6 +181,10 @@ fn push_tail<'a>(
         statements::trace_upsert(q, run_id, project, chunk);
         q.push(";\n");
     }
+    for chunk in statements::trace_numbers(&plan.traces).chunks(statements::NUMBER_CHUNK) {
+        statements::trace_numbers_upsert(q, run_id, project, chunk);
+        q.push(";\n");
+    }
     // Every orphan hangs under its parent before any step descends, so a step
     // reaches a whole subtree that arrived in pieces (found by the order test).
     for a in &plan.adopt {

@@ -146,6 +146,44 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
     ));
 }
 
+/// Rows of `trace_numbers` per statement: five arguments each, far under SQLite's
+/// bound on arguments.
+pub(super) const NUMBER_CHUNK: usize = 1_000;
+
+/// The `trace_numbers` rows the root attributes of `traces` make: (trace, key, the
+/// value when it is a number).
+pub(super) fn trace_numbers(traces: &[TraceWrite]) -> Vec<(&str, &str, Option<f64>)> {
+    traces
+        .iter()
+        .flat_map(|w| {
+            w.attributes
+                .iter()
+                .map(|(key, value)| (w.state.trace_id.as_str(), key.as_str(), value.as_f64()))
+        })
+        .collect()
+}
+
+/// Keeps `trace_numbers` in step with the root attributes: each key's latest value,
+/// NULL once it is not a number, as the summary's attribute merge keeps the latest.
+pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    project: &'a str,
+    rows: &[(&'a str, &'a str, Option<f64>)],
+) {
+    q.push("INSERT INTO trace_numbers (run_id, trace_id, key, project, value) ");
+    push_values(q, rows.iter().copied(), |(trace_id, key, value)| {
+        [
+            run_id.into(),
+            trace_id.into(),
+            key.into(),
+            project.into(),
+            Arg::OptFloat(value),
+        ]
+    });
+    q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
+}
+
 /// Hangs the orphans waiting for `a.parent` under it, now that it has arrived.
 pub(super) fn adopt<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, a: &'a Adoption) {
     q.push("UPDATE spans SET tree_parent = parent_span_id WHERE run_id = ");

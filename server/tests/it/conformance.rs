@@ -1076,37 +1076,54 @@ async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
 
 async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
     attribute_run(&s).await;
-    for (ascending, want) in [
-        (
-            false,
-            [
-                "t09", "t08", "t07", "t06", "t05", "t04", "t03", "t02", "t01", "t00", "t11", "t10",
-            ],
-        ),
-        (
-            true,
-            [
-                "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09", "t10", "t11",
-            ],
-        ),
-    ] {
-        let mut query = TraceQuery {
-            run_id: Some("r1".into()),
+    // A reward that was a number and then is not: it sorts with the traces that lack one.
+    let numbered = with(
+        open("t12", "root", None, "rollout", 200),
+        json!({"attributes": {"reward": 0.95}}),
+    );
+    write(&s, "r1", &[numbered]).await;
+    let unnumbered = with(
+        close("t12", "root", "ok", 205),
+        json!({"attributes": {"reward": "n/a"}}),
+    );
+    write(&s, "r1", &[unnumbered]).await;
+    let numbers = [
+        "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09",
+    ];
+    for ascending in [false, true] {
+        // Numbers in order, then the rest by id, the same way round.
+        let mut want: Vec<&str> = numbers.to_vec();
+        let mut rest = vec!["t10", "t11", "t12"];
+        if !ascending {
+            want.reverse();
+            rest.reverse();
+        }
+        want.extend(rest);
+        // Pages that end inside the numbers, exactly at their end, and past it.
+        for limit in [1, 3, 4, 5, 10, 11, 13, 50] {
+            let query = TraceQuery {
+                run_id: Some("r1".into()),
+                sort: TraceSort::Attr("reward".into()),
+                ascending,
+                limit,
+                ..Default::default()
+            };
+            let seen = every_page(&s, query).await;
+            assert_eq!(seen, want, "ascending: {ascending}, limit {limit}");
+        }
+        // A range on the sort's own attribute, across every project.
+        let query = TraceQuery {
             sort: TraceSort::Attr("reward".into()),
+            filters: vec![TraceFilter::parse("attr.reward < 0.35").expect("valid")],
             ascending,
-            limit: 4,
+            limit: 2,
             ..Default::default()
         };
-        let mut seen = Vec::new();
-        loop {
-            let page = s.reads().list_traces(&query).await.expect("page");
-            seen.extend(page.traces.into_iter().map(|t| t.trace_id));
-            match page.next_cursor {
-                Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
-                None => break,
-            }
+        let mut want = vec!["t00", "t01", "t02", "t03"];
+        if !ascending {
+            want.reverse();
         }
-        assert_eq!(seen, want, "ascending: {ascending}");
+        assert_eq!(every_page(&s, query).await, want, "ascending: {ascending}");
     }
     // With a filter, and a key that no trace has: every trace, by id.
     let query = TraceQuery {
@@ -1126,6 +1143,19 @@ async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
         .map(|t| t.trace_id)
         .collect();
     assert_eq!(ids, ["t09", "t05", "t01"]);
+}
+
+/// The trace ids of every page of `query`, following its cursors.
+async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let page = s.reads().list_traces(&query).await.expect("page");
+        seen.extend(page.traces.into_iter().map(|t| t.trace_id));
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
+            None => return seen,
+        }
+    }
 }
 
 async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {

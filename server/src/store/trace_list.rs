@@ -1,0 +1,282 @@
+//! The trace list: conditions on `traces t`, and the orders it pages through. A
+//! sort by a numeric root attribute walks `trace_numbers`' index (the traces that
+//! have the number), then the traces that lack it, which come last either way.
+
+use treeline_wire::filter::{Field, Op, Test, Total, TraceFilter, Value};
+use treeline_wire::{TraceList, TraceSummary};
+
+use super::dialect::{Dialect, Sql};
+use super::reader::{Keyset, Reader};
+use super::rows::{self, DbRow, TRACE_COLUMNS};
+use super::{Cursor, StoreResult, TraceQuery, TraceSort};
+
+/// The sort value of the traces that lack the sort's attribute: past every number,
+/// at the far end of either order.
+fn missing_value(ascending: bool) -> f64 {
+    if ascending {
+        f64::MAX
+    } else {
+        f64::MIN
+    }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    pub(super) async fn trace_list(&self, query: &TraceQuery) -> StoreResult<TraceList> {
+        let (traces, next_cursor) = match &query.sort {
+            TraceSort::Attr(key) => self.by_attribute(query, key).await?,
+            _ => self.by_column(query).await?,
+        };
+        Ok(TraceList {
+            traces,
+            next_cursor,
+            window: None,
+        })
+    }
+
+    /// Sorts by a column of the summary (last update, duration, spans…).
+    async fn by_column(
+        &self,
+        query: &TraceQuery,
+    ) -> StoreResult<(Vec<TraceSummary>, Option<String>)> {
+        let sort = match &query.sort {
+            TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
+            TraceSort::Spans => "t.span_count",
+            TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
+            TraceSort::Errors => "t.error_count",
+            TraceSort::Updated | TraceSort::Attr(_) => "t.updated_us",
+        };
+        let mut q = Sql::new(format!(
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value \
+             FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1"
+        ));
+        push_conditions(&mut q, query);
+        let order = Keyset {
+            columns: &[sort, "t.run_id", "t.trace_id"],
+            descending: !query.ascending,
+        };
+        let read = |r: &DB::Row| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?));
+        let (items, next) = self
+            .page(
+                q,
+                order,
+                (query.cursor.as_ref(), query.limit),
+                read,
+                |(v, t)| Cursor {
+                    value: *v,
+                    a: t.run_id.clone(),
+                    b: t.trace_id.clone(),
+                    number: None,
+                },
+            )
+            .await?;
+        Ok((items.into_iter().map(|(_, t)| t).collect(), next))
+    }
+
+    /// Sorts by the numeric root attribute `key`: first the traces that have it, by
+    /// value along the index, then those that lack it. A page may span both parts;
+    /// a cursor whose value is the missing-value mark continues in the second.
+    async fn by_attribute(
+        &self,
+        query: &TraceQuery,
+        key: &str,
+    ) -> StoreResult<(Vec<TraceSummary>, Option<String>)> {
+        let missing = missing_value(query.ascending);
+        let in_tail = query
+            .cursor
+            .as_ref()
+            .is_some_and(|c| c.number == Some(missing));
+        let mut items = Vec::new();
+        if !in_tail {
+            let (found, next) = self.with_number(query, key).await?;
+            items = found;
+            if next.is_some() {
+                return Ok((summaries(items), next));
+            }
+        }
+        let room = query.limit.saturating_sub(items.len());
+        if room == 0 {
+            // Exactly a page of numbers: the next page starts the tail.
+            let next = items.last().map(|(v, t)| attr_cursor(*v, t).encode());
+            return Ok((summaries(items), next));
+        }
+        let tail_cursor = if in_tail { query.cursor.as_ref() } else { None };
+        let (tail, next) = self.without_number(query, key, tail_cursor, room).await?;
+        items.extend(tail);
+        Ok((summaries(items), next))
+    }
+
+    /// The traces whose root attribute `key` is a number, in its order. A range
+    /// filter on the same attribute bounds the index walk.
+    async fn with_number(
+        &self,
+        query: &TraceQuery,
+        key: &str,
+    ) -> StoreResult<(Vec<(f64, TraceSummary)>, Option<String>)> {
+        let mut q = Sql::new(format!(
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name, n.value AS sort_value \
+             FROM trace_numbers n \
+             JOIN traces t ON t.run_id = n.run_id AND t.trace_id = n.trace_id \
+             JOIN runs r ON r.run_id = t.run_id \
+             WHERE n.key = "
+        ));
+        q.bind(key.to_string()).push(" AND n.value IS NOT NULL");
+        if let Some(run_id) = &query.run_id {
+            q.push(" AND n.run_id = ").bind(run_id);
+        }
+        if let Some(project) = &query.project {
+            q.push(" AND n.project = ").bind(project);
+        }
+        for filter in &query.filters {
+            if let (Field::Attr(k), Test::Compare(op, Value::Number(n))) =
+                (&filter.field, &filter.test)
+            {
+                if k == key && *op != Op::Ne {
+                    q.push(format!(" AND n.value {} ", op.symbol())).bind(*n);
+                }
+            }
+        }
+        push_conditions(&mut q, query);
+        let order = Keyset {
+            columns: &["n.value", "n.run_id", "n.trace_id"],
+            descending: !query.ascending,
+        };
+        let read = |r: &DB::Row| Ok((r.req_float("sort_value")?, rows::trace_summary(r)?));
+        self.page(
+            q,
+            order,
+            (query.cursor.as_ref(), query.limit),
+            read,
+            |(v, t)| attr_cursor(*v, t),
+        )
+        .await
+    }
+
+    /// The traces that lack a number for `key`, by run and trace id, each with the
+    /// missing-value mark as its sort value.
+    async fn without_number(
+        &self,
+        query: &TraceQuery,
+        key: &str,
+        cursor: Option<&Cursor>,
+        limit: usize,
+    ) -> StoreResult<(Vec<(f64, TraceSummary)>, Option<String>)> {
+        let missing = missing_value(query.ascending);
+        let mut q = Sql::new(format!(
+            "SELECT * FROM (SELECT {TRACE_COLUMNS}, r.name AS run_name, "
+        ));
+        q.bind(missing).push(format!(
+            " AS sort_value FROM traces t JOIN runs r ON r.run_id = t.run_id \
+             WHERE NOT EXISTS (SELECT 1 FROM trace_numbers n WHERE n.run_id = t.run_id \
+             AND n.trace_id = t.trace_id AND n.value IS NOT NULL AND n.key = "
+        ));
+        q.bind(key.to_string()).push(")");
+        push_conditions(&mut q, query);
+        q.push(") x WHERE 1 = 1");
+        let order = Keyset {
+            columns: &["x.sort_value", "x.run_id", "x.trace_id"],
+            descending: !query.ascending,
+        };
+        let read = |r: &DB::Row| Ok((missing, rows::trace_summary(r)?));
+        self.page(q, order, (cursor, limit), read, |(v, t)| attr_cursor(*v, t))
+            .await
+    }
+}
+
+fn attr_cursor(value: f64, t: &TraceSummary) -> Cursor {
+    Cursor {
+        value: 0,
+        a: t.run_id.clone(),
+        b: t.trace_id.clone(),
+        number: Some(value),
+    }
+}
+
+fn summaries(items: Vec<(f64, TraceSummary)>) -> Vec<TraceSummary> {
+    items.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Pushes the query's conditions on `t` (run, project, status, kinds, window, steps,
+/// search terms and filters), each as ` AND …`.
+fn push_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) {
+    if let Some(run_id) = &query.run_id {
+        q.push(" AND t.run_id = ").bind(run_id);
+    }
+    if let Some(project) = &query.project {
+        q.push(" AND t.project = ").bind(project);
+    }
+    if !query.statuses.is_empty() {
+        q.push(" AND t.status IN (");
+        for (i, s) in query.statuses.iter().enumerate() {
+            q.push(if i == 0 { "" } else { ", " }).bind(s.as_str());
+        }
+        q.push(")");
+    }
+    if query.kinds != 0 {
+        q.push(" AND (t.kinds & ").bind(query.kinds).push(") <> 0");
+    }
+    for (condition, bound) in [
+        (" AND t.updated_us >= ", query.since_us),
+        (" AND t.updated_us <= ", query.until_us),
+        (" AND t.step >= ", query.min_step),
+        (" AND t.step <= ", query.max_step),
+    ] {
+        if let Some(v) = bound {
+            q.push(condition).bind(v);
+        }
+    }
+    let like = DB::LIKE_ANY_CASE;
+    for term in &query.terms {
+        let escaped = rows::escape_like(term);
+        q.push(format!(" AND (t.name {like} "))
+            .bind(format!("%{escaped}%"))
+            .push(" ESCAPE '\\'");
+        for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
+            q.push(format!(" OR {column} {like} "))
+                .bind(format!("{escaped}%"))
+                .push(" ESCAPE '\\'");
+        }
+        q.push(")");
+    }
+    for filter in &query.filters {
+        q.push(" AND ");
+        push_filter(q, filter);
+    }
+}
+
+/// Pushes the condition of one trace filter (on `t`, the traces table).
+fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
+    let total = |t: Total| match t {
+        Total::Errors => "t.error_count",
+        Total::Spans => "t.span_count",
+        Total::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
+        Total::Iterations => "t.iteration_count",
+        Total::Duration => "(t.end_us - t.start_us)",
+        Total::Step => "t.step",
+        Total::Rank => "t.rank",
+    };
+    match (&filter.field, &filter.test) {
+        (Field::Total(t), Test::Exists) => {
+            q.push(format!("{} IS NOT NULL", total(*t)));
+        }
+        (Field::Total(t), Test::Compare(op, Value::Number(n))) => {
+            q.push(format!("{} {} ", total(*t), op.symbol())).bind(*n);
+        }
+        // A total is a number: against a string or a boolean nothing matches.
+        (Field::Total(_), Test::Compare(..)) => {
+            q.push("1 = 0");
+        }
+        (Field::Attr(key), Test::Exists) => DB::push_attr_exists(q, key),
+        (Field::Attr(key), Test::Compare(op, Value::Number(n))) => {
+            DB::push_attr_number(q, key);
+            q.push(format!(" {} ", op.symbol())).bind(*n);
+        }
+        (Field::Attr(key), Test::Compare(op, Value::Text(text))) => {
+            DB::push_attr_text(q, key);
+            q.push(format!(" {} ", op.symbol())).bind(text);
+        }
+        (Field::Attr(key), Test::Compare(op, Value::Bool(b))) => {
+            // Parsing allows only = and != with a boolean.
+            DB::push_attr_is(q, key, if *op == Op::Ne { !*b } else { *b });
+        }
+    }
+}
