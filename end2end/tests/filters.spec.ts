@@ -93,3 +93,35 @@ test("a project picker scopes the list, and a run is found by a piece of its nam
   await expect(page).toHaveURL(/run_id=e2e-filters/);
   await expect(runs).toHaveValue("e2e-filters");
 });
+
+test("a time window scopes browsing across runs and says which applies", async ({ page }) => {
+  await page.goto("/traces?project=filters-e2e");
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  // Its name is the label and the chosen option ("Window Last hour").
+  const picker = page.getByRole("combobox", { name: /^Window/ });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await expect(page.locator(".window")).toHaveText("updated in the last 7 days");
+
+  await picker.selectOption("1h");
+  await expect(page).toHaveURL(/window=1h/);
+  await expect(page.locator(".window")).toHaveText("updated in the last hour");
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+
+  // A range long before these traces were sent holds none of them.
+  await picker.selectOption("range");
+  await expect(page).toHaveURL(/window=range&from=/);
+  await page.getByRole("textbox", { name: "From (UTC)" }).fill("2020-01-01T00:00");
+  await expect(page).toHaveURL(/from=2020-01-01T00%3A00/);
+  await page.getByRole("textbox", { name: "To (UTC)" }).fill("2020-01-02T00:00");
+  await expect(page).toHaveURL(/to=2020-01-02T00%3A00/);
+  await expect(page.locator(".window")).toHaveText("2020-01-01 00:00:00 UTC – 2020-01-02 00:00:59 UTC");
+  await expect(list.getByRole("listitem")).toHaveCount(0);
+  await page.reload();
+  await expect(page.locator(".window")).toContainText("2020-01-01 00:00:00 UTC");
+  await expect(picker).toHaveValue("range");
+
+  // Within a run the list is the whole run, whatever the link says.
+  await page.goto(`/traces?run_id=${RUN}&window=range&from=2020-01-01T00%3A00&to=2020-01-02T00%3A00`);
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await expect(picker).toBeDisabled();
+});

@@ -13,9 +13,28 @@ pub fn civil_date(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// The inverse of [`civil_date`]: days from 1970-01-01 to a (year, month, day).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if month > 2 { month - 3 } else { month + 9 };
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 #[cfg(test)]
 mod tests {
-    use super::civil_date;
+    use super::{civil_date, days_from_civil};
+
+    #[test]
+    fn calendar_dates_become_days_and_back() {
+        for days in [-1, 0, 11_016, 20_786, 401_767] {
+            let (y, m, d) = civil_date(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
 
     #[test]
     fn days_become_calendar_dates() {

@@ -16,7 +16,7 @@ mod read;
 mod runs;
 mod session;
 
-pub use dates::civil_date;
+pub use dates::{civil_date, days_from_civil};
 pub use events::*;
 pub use ids::*;
 pub use kinds::*;

@@ -7,6 +7,7 @@ pub mod span_tree;
 pub mod status;
 pub mod timeline;
 pub mod trace_list;
+pub mod window_picker;
 
 /// Puts `text` on the clipboard (in the browser; nothing on the server).
 pub fn copy_text(text: &str) {

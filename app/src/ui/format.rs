@@ -62,6 +62,41 @@ pub fn timestamp(ts_us: i64) -> String {
     )
 }
 
+/// `2026-11-29T14:05`, a UTC minute as a `datetime-local` input holds it.
+pub fn utc_minute(ts_us: i64) -> String {
+    let mins = ts_us.div_euclid(60_000_000);
+    let (days, rem) = (mins.div_euclid(1_440), mins.rem_euclid(1_440));
+    let (year, month, day) = treeline_wire::civil_date(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}",
+        rem / 60,
+        rem % 60
+    )
+}
+
+/// The start of a UTC minute written `2026-11-29T14:05` (or with a space), in
+/// microseconds; `None` for anything else.
+pub fn parse_utc_minute(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (date, time) = text.split_once(['T', ' '])?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
+    let (hour, minute) = time.split_once(':')?;
+    let (hour, minute) = (
+        hour.parse::<i64>().ok()?,
+        minute.get(..2)?.parse::<i64>().ok()?,
+    );
+    let valid = (1970..=2999).contains(&year)
+        && (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && (0..24).contains(&hour)
+        && (0..60).contains(&minute);
+    let days = treeline_wire::days_from_civil(year, month, day);
+    // A day past the month's end (say 02-31) would roll over: refuse it.
+    (valid && treeline_wire::civil_date(days) == (year, month, day))
+        .then(|| (days * 1_440 + hour * 60 + minute) * 60_000_000)
+}
+
 /// Now, in microseconds since the epoch, on either side.
 pub fn now_us() -> i64 {
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]

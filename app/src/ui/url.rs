@@ -2,6 +2,7 @@
 //! same selection and filters. Pages and components alike read it from here.
 
 use crate::ui::api::query_string;
+use crate::ui::format;
 
 /// The workspace's state as the query string carries it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -21,7 +22,20 @@ pub(crate) struct WorkspaceUrl {
     pub order: Option<String>,
     /// Root attributes shown as columns of the trace list, comma-separated.
     pub cols: Option<String>,
+    /// The time window of a list across runs: a [`WINDOWS`] key, or `range` with
+    /// `from` and `to` (UTC minutes, `2026-11-29T14:05`). None: the server's default.
+    pub window: Option<String>,
+    pub from: Option<String>,
+    pub to: Option<String>,
 }
+
+/// The relative windows offered for browsing across runs: (key, label, length).
+pub(crate) const WINDOWS: [(&str, &str, i64); 4] = [
+    ("1h", "Last hour", 3_600_000_000),
+    ("1d", "Last day", 86_400_000_000),
+    ("7d", "Last 7 days", 7 * 86_400_000_000),
+    ("30d", "Last 30 days", 30 * 86_400_000_000),
+];
 
 impl WorkspaceUrl {
     pub(crate) fn from_query(map: &leptos_router::params::ParamsMap) -> Self {
@@ -43,6 +57,33 @@ impl WorkspaceUrl {
             sort: get("sort"),
             order: get("order"),
             cols: get("cols"),
+            window: get("window"),
+            from: get("from"),
+            to: get("to"),
+        }
+    }
+
+    /// The (since, until) microseconds the window asks for, seen at `now_us`: a
+    /// relative window ends now; a range runs from its first minute to the end of
+    /// its last. A run's list covers the whole run, so no window applies there.
+    pub(crate) fn window_bounds(&self, now_us: i64) -> (Option<i64>, Option<i64>) {
+        if self.run_id.is_some() {
+            return (None, None);
+        }
+        match self.window.as_deref() {
+            Some("range") => (
+                self.from.as_deref().and_then(format::parse_utc_minute),
+                self.to
+                    .as_deref()
+                    .and_then(format::parse_utc_minute)
+                    .map(|to| to + 59_999_999),
+            ),
+            Some(key) => match WINDOWS.iter().find(|(k, _, _)| *k == key) {
+                // Down to the minute, so the query stays the same for a while.
+                Some((_, _, length)) => (Some(now_us - now_us % 60_000_000 - length), None),
+                None => (None, None),
+            },
+            None => (None, None),
         }
     }
 
@@ -81,6 +122,9 @@ impl WorkspaceUrl {
         ]);
         let mut pairs = self.list_pairs();
         pairs.push(("cols", self.cols.clone()));
+        pairs.push(("window", self.window.clone()));
+        pairs.push(("from", self.from.clone()));
+        pairs.push(("to", self.to.clone()));
         let more = query_string(&pairs);
         let query = [query, more]
             .into_iter()
@@ -108,6 +152,9 @@ impl WorkspaceUrl {
             ("q", self.q.clone()),
         ];
         pairs.extend(self.list_pairs());
+        let (since, until) = self.window_bounds(format::now_us());
+        pairs.push(("since_us", since.map(|v| v.to_string())));
+        pairs.push(("until_us", until.map(|v| v.to_string())));
         query_string(&pairs)
     }
 
@@ -184,6 +231,52 @@ mod tests {
             map.insert(k, v);
         }
         assert_eq!(WorkspaceUrl::from_query(&map), url);
+    }
+
+    #[test]
+    fn a_window_bounds_project_browsing_only() {
+        let hour = 3_600_000_000;
+        let minute = 1_780_000_020_000_000; // a whole minute
+        let now = minute + 30_000_000;
+        let url = |window: &str, from: &str, to: &str| WorkspaceUrl {
+            window: Some(window.into()),
+            from: (!from.is_empty()).then(|| from.into()),
+            to: (!to.is_empty()).then(|| to.into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            url("1h", "", "").window_bounds(now),
+            (Some(minute - hour), None)
+        );
+        assert_eq!(
+            url("30d", "", "").window_bounds(now),
+            (Some(minute - 720 * hour), None)
+        );
+        let range = url("range", "2026-11-29T14:05", "2026-11-30T09:00");
+        let from = format::parse_utc_minute("2026-11-29T14:05");
+        let to = format::parse_utc_minute("2026-11-30T09:00").map(|t| t + 59_999_999);
+        assert_eq!(range.window_bounds(now), (from, to));
+        assert_eq!(
+            url("range", "yesterday", "").window_bounds(now),
+            (None, None)
+        );
+        assert_eq!(url("2w", "", "").window_bounds(now), (None, None));
+        // Within a run the list is the whole run.
+        let in_run = range.with_selection("r", "t", None);
+        assert_eq!(in_run.window_bounds(now), (None, None));
+        assert!(in_run
+            .href()
+            .contains("window=range&from=2026-11-29T14%3A05"));
+    }
+
+    #[test]
+    fn utc_minutes_parse_and_print() {
+        let t = format::parse_utc_minute("2026-11-29T14:05").expect("valid");
+        assert_eq!(format::utc_minute(t), "2026-11-29T14:05");
+        assert_eq!(format::parse_utc_minute("2026-11-29 14:05"), Some(t));
+        assert_eq!(format::parse_utc_minute("2026-02-31T00:00"), None);
+        assert_eq!(format::parse_utc_minute("2026-11-29T24:00"), None);
+        assert_eq!(format::parse_utc_minute("2026-11-29"), None);
     }
 
     fn form_pairs(query: &str) -> Vec<(String, String)> {

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use crate::ui::api::{self, ApiError};
+use crate::ui::components::window_picker::WindowPicker;
 use crate::ui::format;
 use crate::ui::url::WorkspaceUrl;
 use treeline_wire::{SpanKind, SpanStatus, TraceList, TraceWindow};
@@ -140,8 +141,12 @@ pub fn Filters(
                     until_us: None,
                 }),
             ) => {
-                let days = ((format::now_us() - since) as f64 / 86_400e6).round() as i64;
-                format!("last {days} days")
+                let hours = ((format::now_us() - since) as f64 / 3_600e6).round() as i64;
+                match hours {
+                    ..=1 => "updated in the last hour".into(),
+                    2..=47 => format!("updated in the last {hours} hours"),
+                    _ => format!("updated in the last {} days", (hours + 12) / 24),
+                }
             }
             (_, Some(w)) => format!(
                 "{} – {}",
@@ -245,6 +250,7 @@ pub fn Filters(
                 }}
             </span>
             <button type="submit" disabled=move || { terms() > MAX_TERMS }>"Search"</button>
+            <WindowPicker url go_to/>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     let window = list.await.ok().and_then(|l| l.window);
