@@ -4,11 +4,11 @@
 # that tool on a fresh machine took longer than Treeline itself. `make dev` keeps
 # cargo-leptos for its watch-and-reload loop.
 #
-# The wasm (profile wasm-release, in target/front so that its cargo does not wait on
-# the server's lock) and the server (profile release) compile side by side: each
-# ends on a long single-threaded stretch (the wasm's fat LTO, the server crate), so
-# together they keep both cores busy. Then wasm-bindgen and wasm-opt, skipped when
-# the wasm is byte-identical to the last bundle's, and the stylesheet and assets.
+# First the wasm (profile wasm-release, in target/front, as cargo-leptos lays it
+# out), then the server (profile release) while wasm-bindgen and wasm-opt run on the
+# wasm; those two are skipped when the wasm is byte-identical to the last bundle's.
+# Two cargo builds side by side were tried: no faster on 2 cores (20 min from
+# scratch together), and twice the memory.
 # Compiler output goes to target/build-logs/; the terminal gets a line per step.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,14 +30,10 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg erase_components"
 mkdir -p "$LOGS" "$PKG"
 started=$SECONDS
 
-job wasm "browser bundle: compiling the wasm" "5 min from scratch" "$LOGS/wasm.log" \
+step wasm "browser bundle: compiling the wasm" "6 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
   cargo build -p treeline-frontend --lib --target wasm32-unknown-unknown \
   --profile wasm-release --target-dir "$FRONT"
-job server "server: compiling the treeline binary" "7 min from scratch" "$LOGS/server.log" \
-  "$(crate_count -p treeline-server)" -- \
-  cargo build -p treeline-server --bin treeline --release
-wait_jobs
 
 # The bundle's name is Leptos's own default (`<name>_bg.wasm`, what the hydration
 # script asks for when built without cargo-leptos's environment).
@@ -45,22 +41,26 @@ WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
 stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
+bundle() {
+  local tmp=$PKG.tmp
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  wasm-bindgen --target web --no-typescript --out-name "$NAME" --out-dir "$tmp" "$WASM_IN"
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+    "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
+  mv "$tmp/$NAME.js" "$PKG/"
+  rm -rf "$tmp"
+  stamp >"$STAMP"
+}
 if [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
-  bundle() {
-    local tmp=$PKG.tmp
-    rm -rf "$tmp" && mkdir -p "$tmp"
-    wasm-bindgen --target web --no-typescript --out-name "$NAME" --out-dir "$tmp" "$WASM_IN"
-    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-      "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
-    mv "$tmp/$NAME.js" "$PKG/"
-    rm -rf "$tmp"
-  }
-  step bundle "browser bundle: wasm-bindgen, then wasm-opt -Oz" "1 min" "$LOGS/bundle.log" 0 -- bundle
-  stamp >"$STAMP"
+  job bundle "browser bundle: wasm-bindgen, then wasm-opt -Oz" "1½ min" "$LOGS/bundle.log" 0 -- bundle
 fi
+job server "server: compiling the treeline binary" "12 min from scratch" "$LOGS/server.log" \
+  "$(crate_count -p treeline-server)" -- \
+  cargo build -p treeline-server --bin treeline --release
+wait_jobs
 
 cp style/main.css "$PKG/$NAME.css"
 cp -r public/. "$SITE/"

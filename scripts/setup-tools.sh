@@ -26,7 +26,11 @@ tool_profile() {
     CARGO_PROFILE_RELEASE_INCREMENTAL=false "$@"
 }
 export PATH="$TOOLS_DIR/bin:$CARGO_HOME/bin:$PATH"
-say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+PROGRESS_TAG=setup
+# shellcheck source=scripts/lib/progress.sh
+source "$ROOT/scripts/lib/progress.sh"
+say() { progress_say "$*"; }
+LOGS=$TOOLS_DIR/logs
 wants() { [[ " $WANT " == *" $1 "* ]]; }
 for item in $WANT; do
   case $item in
@@ -52,21 +56,24 @@ if wants wasm && ! rustup target list --installed | grep -q wasm32-unknown-unkno
 fi
 
 if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSION"; then
-  say "building cargo-leptos $LEPTOS_VERSION (a few minutes on 2 cores, once)"
   src="$TOOLS_DIR/src/cargo-leptos"
   crate_source cargo-leptos "$LEPTOS_VERSION" "$src"
   # Its lock pins a cargo-util-schemas that needs a newer rustc than ours.
-  (cd "$src" && cargo update -p cargo-util-schemas --precise 0.14.1 &&
-    tool_profile cargo install --path . --locked --root "$TOOLS_DIR" --features no_downloads)
+  (cd "$src" && cargo update -q -p cargo-util-schemas --precise 0.14.1)
+  step cargo-leptos "building cargo-leptos $LEPTOS_VERSION, for make dev (once)" "6 min" \
+    "$LOGS/cargo-leptos.log" "$(cd "$src" && crate_count --features no_downloads)" -- \
+    tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --features no_downloads
 fi
 
 if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
-  say "building wasm-bindgen-cli $BINDGEN_VERSION (about 2 minutes, once)"
   src="$TOOLS_DIR/src/wasm-bindgen-cli"
   crate_source wasm-bindgen-cli "$BINDGEN_VERSION" "$src"
-  # The registry here lacks the webpki-roots its lock names.
-  (cd "$src" && { cargo update -p webpki-roots --precise 1.0.10 || true; } &&
-    tool_profile cargo install --path . --locked --root "$TOOLS_DIR")
+  # Without its default TLS (only its test runner downloads anything): no ring to
+  # compile. The registry here also lacks the webpki-roots its lock names.
+  (cd "$src" && { cargo update -q -p webpki-roots --precise 1.0.10 2>/dev/null || true; })
+  step wasm-bindgen "building wasm-bindgen-cli $BINDGEN_VERSION (once)" "2 min" \
+    "$LOGS/wasm-bindgen.log" "$(cd "$src" && crate_count --no-default-features)" -- \
+    tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --no-default-features
 fi
 
 if wants wasmopt && ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then
