@@ -294,8 +294,25 @@ pub async fn query(args: QueryArgs) -> Outcome {
             }),
         ),
         (
-            "project-wide, sort by attr.reward (worst case)",
+            "project-wide, sort by attr.reward",
             Box::new(|| format!("/traces?project={PROJECT}&sort=attr.reward&limit=50")),
+        ),
+        (
+            "project-wide, sort by attr.reward ascending",
+            Box::new(|| format!("/traces?project={PROJECT}&sort=attr.reward&order=asc&limit=50")),
+        ),
+        (
+            "run-scoped, sort by an attribute none has",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?sort=attr.score&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "project-wide, sort by an attribute none has (worst case)",
+            Box::new(|| format!("/traces?project={PROJECT}&sort=attr.score&limit=50")),
         ),
         (
             "project search matching nothing (worst case)",

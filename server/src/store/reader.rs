@@ -85,6 +85,9 @@ pub struct Reader<DB: Dialect> {
 pub(super) struct Keyset<'k> {
     pub columns: &'k [&'k str],
     pub descending: bool,
+    /// The tail of an attribute sort: the cursor's `number` only marks it, and the
+    /// columns hold its `value` (the update time), `a` and `b`.
+    pub tail: bool,
 }
 
 impl<DB: Dialect> Reader<DB> {
@@ -118,8 +121,8 @@ impl<DB: Dialect> Reader<DB> {
         if let Some(c) = cursor {
             q.push(format!(" AND ({}) {cmp} (", order.columns.join(", ")));
             match c.number {
-                Some(n) => q.bind(n),
-                None => q.bind(c.value),
+                Some(n) if !order.tail => q.bind(n),
+                _ => q.bind(c.value),
             };
             q.push(", ").bind(&c.a);
             if order.columns.len() > 2 {
@@ -192,6 +195,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let order = Keyset {
             columns: &["start_us", "run_id"],
             descending: true,
+            tail: false,
         };
         let (runs, next_cursor) = self
             .page(q, order, (cursor, limit), rows::run_summary, |r| Cursor {
@@ -327,6 +331,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let order = Keyset {
             columns: &["s.start_us", "s.span_id"],
             descending: false,
+            tail: false,
         };
         let (spans, next_cursor) = self
             .page(q, order, (cursor, limit), rows::span_node, |s| Cursor {

@@ -1091,7 +1091,7 @@ async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
         "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09",
     ];
     for ascending in [false, true] {
-        // Numbers in order, then the rest by id, the same way round.
+        // Numbers in order, then the rest by last update, the same way round.
         let mut want: Vec<&str> = numbers.to_vec();
         let mut rest = vec!["t10", "t11", "t12"];
         if !ascending {
