@@ -14,7 +14,7 @@ use treeline_wire::filter::{
 use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
-use super::{Cursor, StoreError, StoreResult, TraceQuery, TraceSort};
+use super::{Cursor, StoreError, StoreResult, TraceQuery};
 
 /// How deep a deep link's ancestor walk goes before it gives up.
 pub const MAX_ANCESTORS: i64 = 100_000;
