@@ -60,7 +60,7 @@ if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSI
   crate_source cargo-leptos "$LEPTOS_VERSION" "$src"
   # Its lock pins a cargo-util-schemas that needs a newer rustc than ours.
   (cd "$src" && cargo update -q -p cargo-util-schemas --precise 0.14.1)
-  step cargo-leptos "building cargo-leptos $LEPTOS_VERSION, for make dev (once)" "6 min" \
+  step cargo-leptos "building cargo-leptos $LEPTOS_VERSION, for make dev (once)" "10 min" \
     "$LOGS/cargo-leptos.log" "$(cd "$src" && crate_count --features no_downloads)" -- \
     tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --features no_downloads
 fi
@@ -71,7 +71,7 @@ if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VER
   # Without its default TLS (only its test runner downloads anything): no ring to
   # compile. The registry here also lacks the webpki-roots its lock names.
   (cd "$src" && { cargo update -q -p webpki-roots --precise 1.0.10 2>/dev/null || true; })
-  step wasm-bindgen "building wasm-bindgen-cli $BINDGEN_VERSION (once)" "2 min" \
+  step wasm-bindgen "building wasm-bindgen-cli $BINDGEN_VERSION (once)" "4 min" \
     "$LOGS/wasm-bindgen.log" "$(cd "$src" && crate_count --no-default-features)" -- \
     tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --no-default-features
 fi
