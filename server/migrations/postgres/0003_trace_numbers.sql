@@ -1,13 +1,13 @@
 -- The numeric root attributes of each trace, one row per (trace, key), so that a
 -- sort or a range filter on one (reward, score…) walks an index instead of reading
--- every trace's attributes. Kept by the trace upsert; a key whose latest value is
--- not a number keeps its row with a NULL value.
+-- every trace's attributes. Kept by the trace upsert: a key whose latest value is
+-- not a number has no row.
 CREATE TABLE trace_numbers (
     run_id   TEXT NOT NULL,
     trace_id TEXT NOT NULL,
     key      TEXT NOT NULL,
     project  TEXT NOT NULL,
-    value    DOUBLE PRECISION,
+    value    DOUBLE PRECISION NOT NULL,
     PRIMARY KEY (run_id, trace_id, key)
 );
 CREATE INDEX trace_numbers_run ON trace_numbers (run_id, key, value, trace_id);
@@ -15,6 +15,6 @@ CREATE INDEX trace_numbers_project ON trace_numbers (project, key, value, run_id
 CREATE INDEX trace_numbers_key ON trace_numbers (key, value, run_id, trace_id);
 
 INSERT INTO trace_numbers (run_id, trace_id, key, project, value)
-SELECT t.run_id, t.trace_id, a.key, t.project,
-       CASE WHEN jsonb_typeof(a.value) = 'number' THEN (a.value #>> '{}')::float8 END
-  FROM traces t, jsonb_each(t.attributes::jsonb) a;
+SELECT t.run_id, t.trace_id, a.key, t.project, (a.value #>> '{}')::float8
+  FROM traces t, jsonb_each(t.attributes::jsonb) a
+ WHERE jsonb_typeof(a.value) = 'number';

@@ -140,11 +140,15 @@ async fn write_plan(
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;
     }
-    for chunk in statements::trace_numbers(&plan.traces).chunks(statements::NUMBER_CHUNK) {
+    let (numbers, others) = statements::trace_numbers(&plan.traces);
+    for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
         run(tx, |q| {
             statements::trace_numbers_upsert(q, run_id, project, chunk)
         })
         .await?;
+    }
+    for chunk in others.chunks(statements::NUMBER_CHUNK) {
+        run(tx, |q| statements::trace_numbers_delete(q, run_id, chunk)).await?;
     }
     // Every orphan hangs under its parent before any step descends, so a step
     // reaches a whole subtree that arrived in pieces (found by the order test).

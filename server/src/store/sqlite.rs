@@ -181,8 +181,13 @@ fn push_tail<'a>(
         statements::trace_upsert(q, run_id, project, chunk);
         q.push(";\n");
     }
-    for chunk in statements::trace_numbers(&plan.traces).chunks(statements::NUMBER_CHUNK) {
+    let (numbers, others) = statements::trace_numbers(&plan.traces);
+    for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
         statements::trace_numbers_upsert(q, run_id, project, chunk);
+        q.push(";\n");
+    }
+    for chunk in others.chunks(statements::NUMBER_CHUNK) {
+        statements::trace_numbers_delete(q, run_id, chunk);
         q.push(";\n");
     }
     // Every orphan hangs under its parent before any step descends, so a step

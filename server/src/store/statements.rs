@@ -150,26 +150,31 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
 /// bound on arguments.
 pub(super) const NUMBER_CHUNK: usize = 1_000;
 
-/// The `trace_numbers` rows the root attributes of `traces` make: (trace, key, the
-/// value when it is a number).
-pub(super) fn trace_numbers(traces: &[TraceWrite]) -> Vec<(&str, &str, Option<f64>)> {
-    traces
-        .iter()
-        .flat_map(|w| {
-            w.attributes
-                .iter()
-                .map(|(key, value)| (w.state.trace_id.as_str(), key.as_str(), value.as_f64()))
-        })
-        .collect()
+/// What the root attributes of `traces` change in `trace_numbers`: the (trace,
+/// key, value) rows of the numbers, and the (trace, key) of the other values, whose
+/// rows go (the summary's attribute merge keeps the latest value either way).
+pub(super) type NumberChanges<'a> = (Vec<(&'a str, &'a str, f64)>, Vec<(&'a str, &'a str)>);
+
+pub(super) fn trace_numbers(traces: &[TraceWrite]) -> NumberChanges<'_> {
+    let (mut numbers, mut others) = (Vec::new(), Vec::new());
+    for w in traces {
+        let trace = w.state.trace_id.as_str();
+        for (key, value) in &w.attributes {
+            match value.as_f64() {
+                Some(n) => numbers.push((trace, key.as_str(), n)),
+                None => others.push((trace, key.as_str())),
+            }
+        }
+    }
+    (numbers, others)
 }
 
-/// Keeps `trace_numbers` in step with the root attributes: each key's latest value,
-/// NULL once it is not a number, as the summary's attribute merge keeps the latest.
+/// Stores each key's latest number.
 pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     project: &'a str,
-    rows: &[(&'a str, &'a str, Option<f64>)],
+    rows: &[(&'a str, &'a str, f64)],
 ) {
     q.push("INSERT INTO trace_numbers (run_id, trace_id, key, project, value) ");
     push_values(q, rows.iter().copied(), |(trace_id, key, value)| {
@@ -178,10 +183,25 @@ pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
             trace_id.into(),
             key.into(),
             project.into(),
-            Arg::OptFloat(value),
+            value.into(),
         ]
     });
     q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
+}
+
+/// Drops the numbers of keys whose latest value is not one (most never were: each
+/// is a key probe that finds nothing).
+pub(super) fn trace_numbers_delete<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    keys: &[(&'a str, &'a str)],
+) {
+    q.push("DELETE FROM trace_numbers WHERE run_id = ");
+    q.bind(run_id).push(" AND (trace_id, key) IN (");
+    push_values(q, keys.iter().copied(), |(trace_id, key)| {
+        [trace_id.into(), key.into()]
+    });
+    q.push(")");
 }
 
 /// Hangs the orphans waiting for `a.parent` under it, now that it has arrived.

@@ -123,7 +123,7 @@ impl<DB: Dialect> Reader<DB> {
              WHERE t.run_id = n.run_id AND t.trace_id = n.trace_id AND r.run_id = t.run_id \
              AND n.key = "
         ));
-        q.bind(key.to_string()).push(" AND n.value IS NOT NULL");
+        q.bind(key.to_string());
         if let Some(run_id) = &query.run_id {
             q.push(" AND n.run_id = ").bind(run_id);
         }
@@ -173,7 +173,7 @@ impl<DB: Dialect> Reader<DB> {
             "SELECT {TRACE_COLUMNS}, r.name AS run_name \
              FROM traces t JOIN runs r ON r.run_id = t.run_id \
              WHERE NOT EXISTS (SELECT 1 FROM trace_numbers n WHERE n.run_id = t.run_id \
-             AND n.trace_id = t.trace_id AND n.value IS NOT NULL AND n.key = "
+             AND n.trace_id = t.trace_id AND n.key = "
         ));
         q.bind(key.to_string()).push(")");
         push_conditions(&mut q, query);
