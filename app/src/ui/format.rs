@@ -52,23 +52,24 @@ pub fn relative(ts_us: i64, now_us: i64) -> String {
 /// `2026-11-29 14:05:09 UTC`.
 pub fn timestamp(ts_us: i64) -> String {
     let secs = ts_us.div_euclid(1_000_000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = treeline_wire::civil_date(days);
     format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
+        "{}:{:02} UTC",
+        utc_minute_parts(secs.div_euclid(60), ' '),
+        secs.rem_euclid(60)
     )
 }
 
 /// `2026-11-29T14:05`, a UTC minute as a `datetime-local` input holds it.
 pub fn utc_minute(ts_us: i64) -> String {
-    let mins = ts_us.div_euclid(60_000_000);
+    utc_minute_parts(ts_us.div_euclid(60_000_000), 'T')
+}
+
+/// Minute `mins` since 1970 as `2026-11-29<sep>14:05`.
+fn utc_minute_parts(mins: i64, sep: char) -> String {
     let (days, rem) = (mins.div_euclid(1_440), mins.rem_euclid(1_440));
     let (year, month, day) = treeline_wire::civil_date(days);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}",
+        "{year:04}-{month:02}-{day:02}{sep}{:02}:{:02}",
         rem / 60,
         rem % 60
     )
@@ -86,14 +87,18 @@ pub fn parse_utc_minute(text: &str) -> Option<i64> {
         hour.parse::<i64>().ok()?,
         minute.get(..2)?.parse::<i64>().ok()?,
     );
+    // The bounds keep the arithmetic small (this parses a URL, on the server too); a
+    // day past its month's end (say 02-31) rolls over, which the round trip refuses.
     let valid = (1970..=2999).contains(&year)
         && (1..=12).contains(&month)
         && (1..=31).contains(&day)
         && (0..24).contains(&hour)
         && (0..60).contains(&minute);
+    if !valid {
+        return None;
+    }
     let days = treeline_wire::days_from_civil(year, month, day);
-    // A day past the month's end (say 02-31) would roll over: refuse it.
-    (valid && treeline_wire::civil_date(days) == (year, month, day))
+    (treeline_wire::civil_date(days) == (year, month, day))
         .then(|| (days * 1_440 + hour * 60 + minute) * 60_000_000)
 }
 

@@ -277,6 +277,11 @@ mod tests {
         assert_eq!(format::parse_utc_minute("2026-02-31T00:00"), None);
         assert_eq!(format::parse_utc_minute("2026-11-29T24:00"), None);
         assert_eq!(format::parse_utc_minute("2026-11-29"), None);
+        // From a URL, on the server too: a huge month is refused, not overflowed.
+        assert_eq!(
+            format::parse_utc_minute("2026-9223372036854775807-01T00:00"),
+            None
+        );
     }
 
     fn form_pairs(query: &str) -> Vec<(String, String)> {
