@@ -89,6 +89,8 @@ pub struct CloseEvent {
     pub span_id: String,
     pub ts: i64,
     pub status: SpanStatus,
+    /// An input recorded after the open was sent.
+    pub input: Option<Body>,
     pub output: Option<Body>,
     pub error: Option<Body>,
     pub attributes: Map<String, Value>,
@@ -224,6 +226,10 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     span_id: span_id.to_string(),
                     ts,
                     status,
+                    input: obj
+                        .get("input")
+                        .filter(|v| !v.is_null())
+                        .map(Body::from_value),
                     output: obj
                         .get("output")
                         .filter(|v| !v.is_null())

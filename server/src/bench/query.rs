@@ -319,6 +319,16 @@ pub async fn query(args: QueryArgs) -> Outcome {
             Box::new(|| format!("/traces?project={PROJECT}&q=no-such-name&limit=50")),
         ),
         (
+            "project search for one rollout id",
+            Box::new(move || {
+                // Six digits: exactly one trace of the million starts with it.
+                format!(
+                    "/traces?project={PROJECT}&q=ep-{}&limit=50",
+                    next() % 900_000 + 100_000
+                )
+            }),
+        ),
+        (
             "per-step activity (5,000 steps)",
             Box::new(|| format!("/runs/{}/traces/steps", run_id(0))),
         ),

@@ -225,7 +225,10 @@ impl<L: Loader> Batch<'_, L> {
         s.rank = open.rank;
         s.thread_id = open.thread_id;
         let (attributes, warning) = merge_attributes(span, open.attributes, index);
-        span.input = open.input;
+        // The last input that arrived wins: one may also ride the close.
+        if open.input.is_some() {
+            span.input = open.input;
+        }
         let state = span.state.clone();
         self.plan.warnings.extend(warning);
         if had_children {
@@ -298,6 +301,9 @@ impl<L: Loader> Batch<'_, L> {
         let (attributes, warning) = merge_attributes(span, close.attributes, index);
         span.metrics.extend(close.metrics);
         span.links.extend(close.links);
+        if close.input.is_some() {
+            span.input = close.input;
+        }
         span.output = close.output;
         span.error = close.error;
         let state = span.state.clone();

@@ -29,6 +29,11 @@ const SQLITE: Embedded = Embedded(&[
         "trace numbers",
         include_str!("../../migrations/sqlite/0003_trace_numbers.sql"),
     ),
+    (
+        4,
+        "search",
+        include_str!("../../migrations/sqlite/0004_search.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -46,6 +51,11 @@ const POSTGRES: Embedded = Embedded(&[
         3,
         "trace numbers",
         include_str!("../../migrations/postgres/0003_trace_numbers.sql"),
+    ),
+    (
+        4,
+        "search",
+        include_str!("../../migrations/postgres/0004_search.sql"),
     ),
 ]);
 

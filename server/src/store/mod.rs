@@ -14,6 +14,7 @@ mod postgres;
 mod reader;
 mod rows;
 mod run_writes;
+mod search;
 mod sqlite;
 mod statements;
 mod trace_list;

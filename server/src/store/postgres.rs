@@ -140,6 +140,9 @@ async fn write_plan(
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;
     }
+    for chunk in statements::trace_names(&plan.traces).chunks(statements::NUMBER_CHUNK) {
+        run(tx, |q| statements::trace_names_insert(q, project, chunk)).await?;
+    }
     let (numbers, others) = statements::trace_numbers(&plan.traces);
     for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
         run(tx, |q| {

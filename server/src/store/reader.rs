@@ -95,7 +95,7 @@ impl<DB: Dialect> Reader<DB> {
         Reader { pool }
     }
 
-    async fn rows(&self, q: Sql<'_, DB>) -> StoreResult<Vec<DB::Row>> {
+    pub(super) async fn rows(&self, q: Sql<'_, DB>) -> StoreResult<Vec<DB::Row>> {
         Ok(DB::fetch_all(&self.pool, q).await?)
     }
 

@@ -181,6 +181,10 @@ fn push_tail<'a>(
         statements::trace_upsert(q, run_id, project, chunk);
         q.push(";\n");
     }
+    for chunk in statements::trace_names(&plan.traces).chunks(statements::NUMBER_CHUNK) {
+        statements::trace_names_insert(q, project, chunk);
+        q.push(";\n");
+    }
     let (numbers, others) = statements::trace_numbers(&plan.traces);
     for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
         statements::trace_numbers_upsert(q, run_id, project, chunk);

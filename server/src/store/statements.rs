@@ -2,7 +2,7 @@
 //! function pushes exactly one statement: SQLite's group commit strings several into
 //! one execution, PostgreSQL runs them one by one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use treeline_wire::{MetricPoint, SpanKind};
 
@@ -202,6 +202,25 @@ pub(super) fn trace_numbers_delete<'a, DB: Dialect>(
         [trace_id.into(), key.into()]
     });
     q.push(")");
+}
+
+/// The distinct trace names a plan writes, for `trace_names`.
+pub(super) fn trace_names(traces: &[TraceWrite]) -> Vec<&str> {
+    let names: BTreeSet<&str> = traces.iter().map(|w| w.state.name.as_str()).collect();
+    names.into_iter().collect()
+}
+
+/// Records names for search; one already known is a key probe.
+pub(super) fn trace_names_insert<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    project: &'a str,
+    names: &[&'a str],
+) {
+    q.push("INSERT INTO trace_names (project, name) ");
+    push_values(q, names.iter().copied(), |name| {
+        [project.into(), name.into()]
+    });
+    q.push(" ON CONFLICT DO NOTHING");
 }
 
 /// Hangs the orphans waiting for `a.parent` under it, now that it has arrived.

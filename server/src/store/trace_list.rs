@@ -9,6 +9,7 @@ use treeline_wire::{TraceList, TraceSummary};
 use super::dialect::{Dialect, Sql};
 use super::reader::{Keyset, Reader};
 use super::rows::{self, DbRow, TRACE_COLUMNS};
+use super::search::{push_driver, push_driver_join, push_terms, Term};
 use super::{Cursor, StoreResult, TraceQuery, TraceSort};
 
 /// The sort value of the traces that lack the sort's attribute: past every number,
@@ -23,9 +24,16 @@ fn missing_value(ascending: bool) -> f64 {
 
 impl<DB: Dialect> Reader<DB> {
     pub(super) async fn trace_list(&self, query: &TraceQuery) -> StoreResult<TraceList> {
+        let Some(terms) = self.resolve_terms(query).await? else {
+            return Ok(TraceList {
+                traces: Vec::new(),
+                next_cursor: None,
+                window: None,
+            });
+        };
         let (traces, next_cursor) = match &query.sort {
-            TraceSort::Attr(key) => self.by_attribute(query, key).await?,
-            _ => self.by_column(query).await?,
+            TraceSort::Attr(key) => self.by_attribute(query, &terms, key).await?,
+            _ => self.by_column(query, &terms).await?,
         };
         Ok(TraceList {
             traces,
@@ -38,6 +46,7 @@ impl<DB: Dialect> Reader<DB> {
     async fn by_column(
         &self,
         query: &TraceQuery,
+        terms: &[Term<'_>],
     ) -> StoreResult<(Vec<TraceSummary>, Option<String>)> {
         let sort = match &query.sort {
             TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
@@ -47,10 +56,11 @@ impl<DB: Dialect> Reader<DB> {
             TraceSort::Updated | TraceSort::Attr(_) => "t.updated_us",
         };
         let mut q = Sql::new(format!(
-            "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value \
-             FROM traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1"
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value FROM "
         ));
-        push_conditions(&mut q, query);
+        push_driver(&mut q, terms);
+        q.push("traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1");
+        push_conditions(&mut q, query, terms);
         let order = Keyset {
             columns: &[sort, "t.run_id", "t.trace_id"],
             descending: !query.ascending,
@@ -80,6 +90,7 @@ impl<DB: Dialect> Reader<DB> {
     async fn by_attribute(
         &self,
         query: &TraceQuery,
+        terms: &[Term<'_>],
         key: &str,
     ) -> StoreResult<(Vec<TraceSummary>, Option<String>)> {
         let missing = missing_value(query.ascending);
@@ -89,7 +100,7 @@ impl<DB: Dialect> Reader<DB> {
             .is_some_and(|c| c.number == Some(missing));
         let mut items = Vec::new();
         if !in_tail {
-            let (found, next) = self.with_number(query, key).await?;
+            let (found, next) = self.with_number(query, terms, key).await?;
             items = found;
             if next.is_some() {
                 return Ok((summaries(items), next));
@@ -102,7 +113,9 @@ impl<DB: Dialect> Reader<DB> {
             return Ok((summaries(items), next));
         }
         let tail_cursor = if in_tail { query.cursor.as_ref() } else { None };
-        let (tail, next) = self.without_number(query, key, tail_cursor, room).await?;
+        let (tail, next) = self
+            .without_number(query, terms, key, tail_cursor, room)
+            .await?;
         items.extend(tail);
         Ok((summaries(items), next))
     }
@@ -112,18 +125,23 @@ impl<DB: Dialect> Reader<DB> {
     async fn with_number(
         &self,
         query: &TraceQuery,
+        terms: &[Term<'_>],
         key: &str,
     ) -> StoreResult<(Vec<(f64, TraceSummary)>, Option<String>)> {
         // CROSS JOIN: SQLite then walks the number index in order and stops at the
         // page, where it would read the window's traces and sort them (17 s on the
         // benchmark's million traces). PostgreSQL plans it as an inner join.
         let mut q = Sql::new(format!(
-            "SELECT {TRACE_COLUMNS}, r.name AS run_name, n.value AS sort_value \
-             FROM trace_numbers n CROSS JOIN traces t CROSS JOIN runs r \
-             WHERE t.run_id = n.run_id AND t.trace_id = n.trace_id AND r.run_id = t.run_id \
-             AND n.key = "
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name, n.value AS sort_value FROM "
         ));
+        push_driver(&mut q, terms);
+        q.push(
+            "trace_numbers n CROSS JOIN traces t CROSS JOIN runs r \
+             WHERE t.run_id = n.run_id AND t.trace_id = n.trace_id AND r.run_id = t.run_id \
+             AND n.key = ",
+        );
         q.bind(key.to_string());
+        push_driver_join(&mut q, terms, "n");
         if let Some(run_id) = &query.run_id {
             q.push(" AND n.run_id = ").bind(run_id);
         }
@@ -139,7 +157,7 @@ impl<DB: Dialect> Reader<DB> {
                 }
             }
         }
-        push_conditions(&mut q, query);
+        push_conditions(&mut q, query, terms);
         let order = Keyset {
             columns: &["n.value", "n.run_id", "n.trace_id"],
             descending: !query.ascending,
@@ -161,6 +179,7 @@ impl<DB: Dialect> Reader<DB> {
     async fn without_number(
         &self,
         query: &TraceQuery,
+        terms: &[Term<'_>],
         key: &str,
         cursor: Option<&Cursor>,
         limit: usize,
@@ -169,14 +188,15 @@ impl<DB: Dialect> Reader<DB> {
         // By last update, as the default list: a walk of the update-time index, in
         // a run or a project, that stops at the page (ordered by ids, SQLite sorted
         // every trace of the project).
-        let mut q = Sql::new(format!(
-            "SELECT {TRACE_COLUMNS}, r.name AS run_name \
-             FROM traces t JOIN runs r ON r.run_id = t.run_id \
+        let mut q = Sql::new(format!("SELECT {TRACE_COLUMNS}, r.name AS run_name FROM "));
+        push_driver(&mut q, terms);
+        q.push(
+            "traces t JOIN runs r ON r.run_id = t.run_id \
              WHERE NOT EXISTS (SELECT 1 FROM trace_numbers n WHERE n.run_id = t.run_id \
-             AND n.trace_id = t.trace_id AND n.key = "
-        ));
+             AND n.trace_id = t.trace_id AND n.key = ",
+        );
         q.bind(key.to_string()).push(")");
-        push_conditions(&mut q, query);
+        push_conditions(&mut q, query, terms);
         let order = Keyset {
             columns: &["t.updated_us", "t.run_id", "t.trace_id"],
             descending: !query.ascending,
@@ -204,8 +224,12 @@ fn summaries(items: Vec<(f64, TraceSummary)>) -> Vec<TraceSummary> {
 }
 
 /// Pushes the query's conditions on `t` (run, project, status, kinds, window, steps,
-/// search terms and filters), each as ` AND …`.
-fn push_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) {
+/// its search `terms`, resolved, and filters), each as ` AND …`.
+fn push_conditions<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    query: &'a TraceQuery,
+    terms: &'a [Term<'a>],
+) {
     if let Some(run_id) = &query.run_id {
         q.push(" AND t.run_id = ").bind(run_id);
     }
@@ -232,19 +256,8 @@ fn push_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) 
             q.push(condition).bind(v);
         }
     }
-    let like = DB::LIKE_ANY_CASE;
-    for term in &query.terms {
-        let escaped = rows::escape_like(term);
-        q.push(format!(" AND (t.name {like} "))
-            .bind(format!("%{escaped}%"))
-            .push(" ESCAPE '\\'");
-        for column in ["t.trace_id", "t.rollout_id", "t.thread_id"] {
-            q.push(format!(" OR {column} {like} "))
-                .bind(format!("{escaped}%"))
-                .push(" ESCAPE '\\'");
-        }
-        q.push(")");
-    }
+    push_driver_join(q, terms, "t");
+    push_terms(q, terms);
     for filter in &query.filters {
         q.push(" AND ");
         push_filter(q, filter);
@@ -265,6 +278,11 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
     match (&filter.field, &filter.test) {
         (Field::Total(t), Test::Exists) => {
             q.push(format!("{} IS NOT NULL", total(*t)));
+        }
+        // Written as the partial index `traces_run_failed` is, not bound: a planner
+        // that sees only a parameter cannot know the index holds every match.
+        (Field::Total(Total::Errors), Test::Compare(Op::Gt, Value::Number(n))) if *n == 0.0 => {
+            q.push("t.error_count > 0");
         }
         (Field::Total(t), Test::Compare(op, Value::Number(n))) => {
             q.push(format!("{} {} ", total(*t), op.symbol())).bind(*n);

@@ -55,6 +55,21 @@ async fn bodies_ride_open_and_close_and_merge(s: S) {
     assert_eq!(trace.step, Some(7));
     assert_eq!(trace.token_count, 11);
     assert_eq!(trace.attributes.get("hits"), Some(&json!(3)));
+
+    // An input recorded after the open was sent rides the close.
+    let late = with(
+        close("t1", "tool", "ok", 290),
+        json!({"input": {"query": "late"}}),
+    );
+    write(&s, "r1", &[open("t1", "tool", Some("root"), "tool", 250)]).await;
+    write(&s, "r1", &[late]).await;
+    let tool = s
+        .reads()
+        .get_span("r1", "t1", "tool")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tool.input, Some(json!({"query": "late"})));
 }
 
 async fn a_close_before_its_open_is_kept_and_merged(s: S) {
@@ -930,6 +945,100 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
     );
 }
 
+/// Search resolves its terms through the name list and the id-prefix indexes: a term
+/// finds what a scan would, in the scope asked for, and one that matches nothing
+/// anywhere answers an empty list.
+async fn search_finds_names_and_id_prefixes_in_scope(s: S) {
+    let in_project = |project: &str| RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    s.upsert_run("r1", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r2", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r3", &in_project("beta"), 1).await.unwrap();
+    let root = |trace: &str, name: &str, extra: serde_json::Value| {
+        let named = with(
+            open(trace, "root", None, "rollout", 10),
+            json!({ "name": name }),
+        );
+        with(named, extra)
+    };
+    write(
+        &s,
+        "r1",
+        &[
+            root("ABCdef01", "Math rollout", json!({"thread_id": "Worker-7"})),
+            root(
+                "t-2",
+                "math rollout",
+                json!({"attributes": {"rollout_id": "Prompt-0042"}}),
+            ),
+            root("t-3", "100% done", json!({})),
+        ],
+    )
+    .await;
+    // A child first: the trace is listed under a placeholder name until its root
+    // names it.
+    write(&s, "r2", &[open("late", "c", Some("root"), "tool", 5)]).await;
+    write(&s, "r2", &[root("late", "late root", json!({}))]).await;
+    write(&s, "r3", &[root("t-9", "rare beta name", json!({}))]).await;
+
+    let found = |project: Option<&str>, run: Option<&str>, terms: &[&str]| {
+        let query = TraceQuery {
+            project: project.map(Into::into),
+            run_id: run.map(Into::into),
+            terms: terms.iter().map(|t| t.to_string()).collect(),
+            limit: 1,
+            ..Default::default()
+        };
+        let s = s.clone();
+        async move {
+            let mut ids = every_page(&s, query).await;
+            ids.sort();
+            ids
+        }
+    };
+    let alpha = Some("alpha");
+    assert_eq!(
+        found(alpha, None, &["nothing-here"]).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(found(alpha, None, &["abcD"]).await, ["ABCdef01"]);
+    assert_eq!(found(alpha, None, &["worker-"]).await, ["ABCdef01"]);
+    assert_eq!(found(alpha, None, &["prompt-00"]).await, ["t-2"]);
+    assert_eq!(found(alpha, None, &["ROLLOUT"]).await, ["ABCdef01", "t-2"]);
+    assert_eq!(found(alpha, None, &["rollout", "t-"]).await, ["t-2"]);
+    assert_eq!(found(alpha, None, &["late root"]).await, ["late"]);
+    // Wildcards are literal: `%` only in a name that has one, `_` nowhere.
+    assert_eq!(found(alpha, None, &["0%"]).await, ["t-3"]);
+    assert_eq!(found(alpha, None, &["t_"]).await, Vec::<String>::new());
+    // Scope: another project's name, another run's id.
+    assert_eq!(found(alpha, None, &["rare"]).await, Vec::<String>::new());
+    assert_eq!(found(None, None, &["rare"]).await, ["t-9"]);
+    assert_eq!(found(Some("beta"), None, &["t-"]).await, ["t-9"]);
+    assert_eq!(
+        found(None, Some("r1"), &["late"]).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(found(None, Some("r2"), &["late"]).await, ["late"]);
+
+    // More ids than the search lists: the term is matched trace by trace, and the
+    // pages still hold each match once.
+    let many: Vec<_> = (0..600)
+        .map(|i| open(&format!("bulk-{i:03}"), "root", None, "rollout", i))
+        .collect();
+    write(&s, "r1", &many).await;
+    let query = TraceQuery {
+        project: Some("alpha".into()),
+        terms: vec!["BULK-".into()],
+        limit: 250,
+        ..Default::default()
+    };
+    let ids = every_page(&s, query).await;
+    assert_eq!(ids.len(), 600);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 600);
+}
+
 async fn missing_things_are_none_never_another(s: S) {
     run(&s, "r1").await;
     write(&s, "r1", &[open("t1", "root", None, "rollout", 0)]).await;
@@ -1424,6 +1533,7 @@ conformance!(
     a_batch_repeating_a_key_and_step_keeps_the_last_value,
     racing_creations_of_one_run_create_it_once,
     trace_lists_filter_search_and_page_without_duplicates,
+    search_finds_names_and_id_prefixes_in_scope,
     missing_things_are_none_never_another,
     filters_compare_totals_and_root_attributes_by_type,
     attribute_keys_give_types_counts_ranges_and_common_values,

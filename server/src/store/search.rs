@@ -1,0 +1,203 @@
+//! Search terms, resolved through indexes before the list query reads a trace. A
+//! term matches a trace whose name contains it or whose trace, rollout or thread id
+//! starts with it, case ignored as the database's LIKE ignores it. The names that
+//! contain it come from `trace_names` (a project's distinct names: hundreds of rows,
+//! not millions), the ids that start with it from the prefix indexes. A term that matches nothing ends
+//! the query at once; one that matches a few names or ids becomes a list of them.
+
+use super::dialect::{Dialect, Sql};
+use super::reader::Reader;
+use super::rows::{self, DbRow};
+use super::{StoreResult, TraceQuery};
+
+/// Names or traces listed per term at most; past it, the term is tested on each
+/// trace the list reads, as a pattern (it then matches often, so a page fills soon).
+const MAX_LISTED: usize = 500;
+
+/// The id columns a term is a prefix of.
+const ID_COLUMNS: [&str; 3] = ["trace_id", "rollout_id", "thread_id"];
+/// Their prefix indexes (migration 0004), in the same order.
+const PREFIX_INDEXES: [&str; 3] = [
+    "traces_trace_prefix",
+    "traces_rollout_prefix",
+    "traces_thread_prefix",
+];
+
+/// What one search term matches.
+#[derive(Debug)]
+pub(super) enum Term<'q> {
+    /// Too many names or ids to list: the term as a pattern on every trace read.
+    Pattern(&'q str),
+    /// The trace names that contain it, and the traces whose ids start with it.
+    Listed {
+        names: Vec<String>,
+        traces: Vec<(String, String)>,
+    },
+}
+
+impl Term<'_> {
+    fn matches_nothing(&self) -> bool {
+        matches!(self, Term::Listed { names, traces } if names.is_empty() && traces.is_empty())
+    }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    /// The query's terms resolved, or `None` when one of them matches no trace in
+    /// the query's run or project.
+    pub(super) async fn resolve_terms<'q>(
+        &self,
+        query: &'q TraceQuery,
+    ) -> StoreResult<Option<Vec<Term<'q>>>> {
+        let mut terms = Vec::with_capacity(query.terms.len());
+        for term in &query.terms {
+            let resolved = self.resolve_term(query, term).await?;
+            if resolved.matches_nothing() {
+                return Ok(None);
+            }
+            terms.push(resolved);
+        }
+        Ok(Some(terms))
+    }
+
+    async fn resolve_term<'q>(&self, query: &TraceQuery, term: &'q str) -> StoreResult<Term<'q>> {
+        let like = DB::LIKE_ANY_CASE;
+        let mut q = Sql::new(format!("SELECT name FROM trace_names WHERE name {like} "));
+        q.bind(format!("%{}%", rows::escape_like(term)))
+            .push(" ESCAPE '\\'");
+        push_scope(
+            &mut q,
+            query,
+            "project = (SELECT project FROM runs WHERE run_id = ",
+        );
+        q.push(" LIMIT ").bind(listed_limit());
+        let names = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| r.req_text("name"))
+            .collect::<StoreResult<Vec<_>>>()?;
+        if names.len() > MAX_LISTED {
+            return Ok(Term::Pattern(term));
+        }
+
+        let low = DB::fold_case(term);
+        let high = format!("{low}{}", char::MAX);
+        let collate = DB::BYTE_ORDER;
+        let mut traces = Vec::new();
+        for (column, index) in ID_COLUMNS.into_iter().zip(PREFIX_INDEXES) {
+            // The same expression as the prefix index's, so that it is a range on it.
+            let mut q = Sql::new(format!(
+                "SELECT run_id, trace_id FROM traces{} WHERE {column} IS NOT NULL \
+                 AND lower({column}){collate} >= ",
+                DB::use_index(index)
+            ));
+            q.bind(low.clone())
+                .push(format!(" AND lower({column}){collate} < "))
+                .bind(high.clone());
+            push_scope(&mut q, query, "run_id = (");
+            q.push(" LIMIT ").bind(listed_limit());
+            for r in self.rows(q).await? {
+                traces.push((r.req_text("run_id")?, r.req_text("trace_id")?));
+            }
+        }
+        traces.sort_unstable();
+        traces.dedup();
+        if traces.len() > MAX_LISTED {
+            return Ok(Term::Pattern(term));
+        }
+        Ok(Term::Listed { names, traces })
+    }
+}
+
+fn listed_limit() -> i64 {
+    i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX)
+}
+
+/// ` AND` the query's run or project. A run is either given as `run_id` itself or,
+/// where the table has no run (`trace_names`), through its project: `by_run` is the
+/// condition's start, closed here after the run id.
+fn push_scope<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery, by_run: &str) {
+    if let Some(run_id) = &query.run_id {
+        q.push(format!(" AND {by_run}")).bind(run_id).push(")");
+    }
+    if let Some(project) = &query.project {
+        q.push(" AND project = ").bind(project);
+    }
+}
+
+/// ` AND` the condition of each resolved term on `t`, the traces table.
+pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<'a>]) {
+    let like = DB::LIKE_ANY_CASE;
+    for term in terms {
+        q.push(" AND (");
+        match term {
+            Term::Pattern(term) => {
+                let escaped = rows::escape_like(term);
+                q.push(format!("t.name {like} "))
+                    .bind(format!("%{escaped}%"))
+                    .push(" ESCAPE '\\'");
+                for column in ID_COLUMNS {
+                    q.push(format!(" OR t.{column} {like} "))
+                        .bind(format!("{escaped}%"))
+                        .push(" ESCAPE '\\'");
+                }
+            }
+            Term::Listed { names, traces } => {
+                if !names.is_empty() {
+                    q.push("t.name IN (");
+                    for (i, name) in names.iter().enumerate() {
+                        q.push(if i == 0 { "" } else { ", " }).bind(name);
+                    }
+                    q.push(")");
+                }
+                if !traces.is_empty() {
+                    q.push(if names.is_empty() { "" } else { " OR " });
+                    q.push("(t.run_id, t.trace_id) IN (VALUES ");
+                    for (i, (run_id, trace_id)) in traces.iter().enumerate() {
+                        q.push(if i == 0 { "(" } else { ", (" });
+                        q.bind(run_id).push(", ").bind(trace_id).push(")");
+                    }
+                    q.push(")");
+                }
+            }
+        }
+        q.push(")");
+    }
+}
+
+/// The traces of the term with the fewest, when one matches ids only: the list then
+/// starts from them (a few key lookups) instead of walking an index of the scope and
+/// testing each trace, which both databases' planners chose even for one key (0.5 s
+/// on a million traces).
+fn driver<'a>(terms: &'a [Term<'a>]) -> Option<&'a [(String, String)]> {
+    terms
+        .iter()
+        .filter_map(|term| match term {
+            Term::Listed { names, traces } if names.is_empty() => Some(traces.as_slice()),
+            _ => None,
+        })
+        .min_by_key(|traces| traces.len())
+}
+
+/// Writes `(VALUES …) AS k CROSS JOIN ` when the list starts from a term's traces
+/// (see [`driver`]), at the start of the FROM clause; nothing otherwise.
+pub(super) fn push_driver<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<'a>]) {
+    if let Some(traces) = driver(terms) {
+        q.push("(VALUES ");
+        for (i, (run_id, trace_id)) in traces.iter().enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.bind(run_id).push(", ").bind(trace_id).push(")");
+        }
+        q.push(") AS k CROSS JOIN ");
+    }
+}
+
+/// ` AND` the join of `alias` (a table with `run_id` and `trace_id`) to the driver's
+/// rows, when there is one.
+pub(super) fn push_driver_join<DB: Dialect>(q: &mut Sql<'_, DB>, terms: &[Term<'_>], alias: &str) {
+    if driver(terms).is_some() {
+        q.push(format!(
+            " AND {alias}.run_id = k.column1 AND {alias}.trace_id = k.column2"
+        ));
+    }
+}
