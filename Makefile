@@ -24,7 +24,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: run build tools bootstrap py-venv dev test lint rust-test e2e py-test otlp-test bench clean help
+.PHONY: run build test-build tools bootstrap py-venv dev test lint rust-test e2e browser-test py-test otlp-test bench clean help
 
 ## run: build the release and serve the dashboard, with the demo loaded, on ADDR (SQLite in DATA_DIR)
 run: build
@@ -35,7 +35,15 @@ run: build
 build: tools
 	@scripts/build-release.sh
 
-## tools: install the build tools (wasm target, wasm-bindgen, wasm-opt) under TOOLS_DIR
+# `make test` runs its browser, Python and OTLP tests on the debug build of the server:
+# the Rust tests compiled all of it, so it only links the binary, where the optimised
+# build took 10-12 min more on 2 cores (its dependencies 6, the server crate 4-5).
+# Same code, the same bundle; `make build` makes the optimised binary `make run` serves.
+## test-build: the server (debug build) and the bundle, as `make test` runs them
+test-build: tools
+	@SERVER_PROFILE=dev scripts/build-release.sh
+
+## tools: install the build tools (wasm target, treeline-bundle, wasm-opt) under TOOLS_DIR
 tools:
 	@WANT="wasm bindgen wasmopt" scripts/setup-tools.sh
 
@@ -56,35 +64,43 @@ dev: tools
 # Everything a clean clone needs, in this order: the system packages and the Python
 # venv first, so that a missing one fails before the long builds.
 ## test: every test: lints, Rust on SQLite and PostgreSQL, the Python SDK, OTLP, the browser
-test: bootstrap py-venv lint rust-test build py-test otlp-test e2e
+test: export TREELINE_BIN := $(CURDIR)/target/debug/treeline
+test: bootstrap py-venv lint rust-test test-build py-test otlp-test browser-test
 
+# treeline-app is only ever built with `ssr` (the server) or `hydrate` (the browser),
+# so those are its feature sets; the server also without its default `devtools`.
 ## lint: rustfmt check, and clippy (warnings denied) for each feature set
-lint: tools
+lint:
+	@WANT=wasm scripts/setup-tools.sh
 	$(say) "checking the formatting and the lints for each feature set"
 	cargo fmt --all -- --check
-	cargo clippy -p treeline-app --all-targets -- -D warnings
+	cargo fmt --manifest-path tools/bundle/Cargo.toml -- --check
 	cargo clippy $(RUST_PACKAGES) --all-targets --features treeline-app/ssr -- -D warnings
 	cargo clippy -p treeline-app -p treeline-frontend --target wasm32-unknown-unknown --features treeline-app/hydrate -- -D warnings
 	cargo clippy -p treeline-server --all-targets --no-default-features --features treeline-app/ssr -- -D warnings
+	cargo clippy --manifest-path tools/bundle/Cargo.toml --target-dir $(TOOLS_DIR)/target/bundle -- -D warnings
 	@# The contract crate keeps clients free of the UI: no Leptos under treeline-client.
 	@! cargo tree -p treeline-client -e normal | grep -E "leptos|web-sys" || \
 	  { echo "treeline-client links a UI crate (see above)"; exit 1; }
 
 ## rust-test: the Rust tests, on SQLite and on a throwaway PostgreSQL cluster
-rust-test: tools
+rust-test:
 	$(say) "Rust tests, with a throwaway PostgreSQL cluster beside them"
 	scripts/with-postgres.sh cargo test $(RUST_PACKAGES) --features treeline-app/ssr
 
-## py-test: the Python SDK's tests against the release build (run `make build` first)
+## py-test: the Python SDK's tests against TREELINE_BIN (default: the release build; `make build` first)
 py-test:
 	scripts/test-python.sh
 
-## otlp-test: OpenTelemetry OTLP/HTTP export into the release build, on SQLite and PostgreSQL
+## otlp-test: OpenTelemetry OTLP/HTTP export into TREELINE_BIN (as py-test), on SQLite and PostgreSQL
 otlp-test:
 	scripts/test-otlp.sh
 
 ## e2e: the Playwright browser tests, in Debian's Chromium, against the release build
-e2e: build
+e2e: build browser-test
+
+## browser-test: the Playwright tests against TREELINE_BIN (as py-test), built already
+browser-test:
 	@WANT=chromium scripts/bootstrap-system.sh
 	@WANT=node scripts/setup-tools.sh
 	scripts/e2e.sh

@@ -5,8 +5,9 @@
 # cargo-leptos for its watch-and-reload loop.
 #
 # First the wasm (profile wasm-release, in target/front, as cargo-leptos lays it
-# out), then the server (profile release) while wasm-bindgen and wasm-opt run on the
-# wasm; those two are skipped when the wasm is byte-identical to the last bundle's.
+# out), then the server (profile release) while treeline-bundle (tools/bundle,
+# wasm-bindgen's library) and wasm-opt run on the wasm; those two are skipped when
+# the wasm is byte-identical to the last bundle's.
 # Two cargo builds side by side were tried: no faster on 2 cores (20 min from
 # scratch together), and twice the memory.
 # Compiler output goes to target/build-logs/; the terminal gets a line per step.
@@ -44,7 +45,7 @@ stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d'
 bundle() {
   local tmp=$PKG.tmp
   rm -rf "$tmp" && mkdir -p "$tmp"
-  wasm-bindgen --target web --no-typescript --out-name "$NAME" --out-dir "$tmp" "$WASM_IN"
+  treeline-bundle "$WASM_IN" "$tmp" "$NAME"
   wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
     "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
   mv "$tmp/$NAME.js" "$PKG/"
@@ -55,14 +56,20 @@ if [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
-  job bundle "browser bundle: wasm-bindgen, then wasm-opt -Oz" "1½ min" "$LOGS/bundle.log" 0 -- bundle
+  job bundle "browser bundle: the JS glue (treeline-bundle), then wasm-opt -Oz" "1½ min" "$LOGS/bundle.log" 0 -- bundle
 fi
-job server "server: compiling the treeline binary" "12 min from scratch" "$LOGS/server.log" \
-  "$(crate_count -p treeline-server)" -- \
-  cargo build -p treeline-server --bin treeline --release
+# SERVER_PROFILE=dev: the debug build of the server (`make test-build`).
+if [ "${SERVER_PROFILE:-release}" = dev ]; then
+  server_args=() server_bin=target/debug/treeline server_what="debug build, for the tests"
+else
+  server_args=(--release) server_bin=target/release/treeline server_what="optimised"
+fi
+job server "server: compiling the treeline binary ($server_what)" "12 min from scratch" \
+  "$LOGS/server.log" "$(crate_count -p treeline-server)" -- \
+  cargo build -p treeline-server --bin treeline "${server_args[@]}"
 wait_jobs
 
 cp style/main.css "$PKG/$NAME.css"
 cp -r public/. "$SITE/"
-progress_say "release built in $(minutes $((SECONDS - started))): target/release/treeline," \
+progress_say "built in $(minutes $((SECONDS - started))): $server_bin," \
   "and the bundle in $SITE ($(du -h "$WASM_OUT" | cut -f1) of wasm)"

@@ -4,7 +4,8 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '\033[1m[e2e]\033[0m %s\n' "$*"; }
-TREELINE="$ROOT/target/release/treeline"
+# TREELINE_BIN: the server to test (`make test` gives its debug build).
+TREELINE="${TREELINE_BIN:-$ROOT/target/release/treeline}"
 DATA=$(mktemp -d /tmp/treeline-e2e.XXXXXX)
 AUTH_DATA=$(mktemp -d /tmp/treeline-e2e-auth.XXXXXX)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -26,7 +27,7 @@ serve() {
   done
   cat "$2/server.log"; exit 1
 }
-say "starting target/release/treeline on 127.0.0.1:$PORT with a fresh data directory"
+say "starting ${TREELINE#"$ROOT"/} on 127.0.0.1:$PORT with a fresh data directory"
 serve "$PORT" "$DATA"
 # A team server: keys stored with `treeline keys create`, so it asks for sign-in.
 AUTH_WRITE_KEY=$("$TREELINE" keys create --scope write --name "e2e writer" --data-dir "$AUTH_DATA" | tail -n 1)

@@ -14,7 +14,7 @@ CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 LEPTOS_VERSION=0.3.11
 BINARYEN_VERSION=132.0.0
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-# wasm-bindgen-cli must equal the wasm-bindgen in Cargo.lock.
+# tools/bundle's wasm-bindgen must equal the one in Cargo.lock.
 BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); print; exit}' "$ROOT/Cargo.lock" 2>/dev/null || true)
 
 mkdir -p "$TOOLS_DIR/bin"
@@ -65,15 +65,23 @@ if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSI
     tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --features no_downloads
 fi
 
-if wants bindgen && ! wasm-bindgen --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
-  src="$TOOLS_DIR/src/wasm-bindgen-cli"
-  crate_source wasm-bindgen-cli "$BINDGEN_VERSION" "$src"
-  # Without its default TLS (only its test runner downloads anything): no ring to
-  # compile. The registry here also lacks the webpki-roots its lock names.
-  (cd "$src" && { cargo update -q -p webpki-roots --precise 1.0.10 2>/dev/null || true; })
-  step wasm-bindgen "building wasm-bindgen-cli $BINDGEN_VERSION (once)" "4 min" \
-    "$LOGS/wasm-bindgen.log" "$(cd "$src" && crate_count --no-default-features)" -- \
-    tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --no-default-features
+if wants bindgen; then
+  # tools/bundle (wasm-bindgen's library) must match the frontend's wasm-bindgen.
+  tool_lock=$ROOT/tools/bundle/Cargo.lock
+  tool_version=$(awk '/^name = "wasm-bindgen-cli-support"$/{getline; gsub(/[^0-9.]/,""); print; exit}' "$tool_lock")
+  if [ "$tool_version" != "$BINDGEN_VERSION" ]; then
+    say "tools/bundle uses wasm-bindgen $tool_version but Cargo.lock has $BINDGEN_VERSION:" \
+      "set the same version in tools/bundle/Cargo.toml"
+    exit 1
+  fi
+  stamp=$(cat "$ROOT"/tools/bundle/Cargo.{toml,lock} "$ROOT"/tools/bundle/src/*.rs | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$TOOLS_DIR/bin/treeline-bundle" ] || [ "$(cat "$TOOLS_DIR/treeline-bundle.sha256" 2>/dev/null)" != "$stamp" ]; then
+    step bundle-tool "building treeline-bundle (wasm-bindgen $BINDGEN_VERSION's library, once)" "1½ min" \
+      "$LOGS/treeline-bundle.log" "$(cd "$ROOT/tools/bundle" && crate_count)" -- \
+      tool_profile cargo install --path "$ROOT/tools/bundle" --locked --force --root "$TOOLS_DIR" \
+      --target-dir "$TOOLS_DIR/target/bundle"
+    echo "$stamp" >"$TOOLS_DIR/treeline-bundle.sha256"
+  fi
 fi
 
 if wants wasmopt && ! wasm-opt --version 2>/dev/null | grep -q "version ${BINARYEN_VERSION%%.*}"; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # OTLP/HTTP ingest as users send it: the official OpenTelemetry Python SDK and its
-# OTLP/HTTP exporters (protobuf and JSON) against the real release server binary,
-# from the test venv that scripts/setup-python.sh makes (never the system Python).
+# OTLP/HTTP exporters (protobuf and JSON) against a real server binary (TREELINE_BIN,
+# else the release build), from the test venv that scripts/setup-python.sh makes
+# (never the system Python).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
