@@ -90,7 +90,7 @@ async def solve(run, llm, rng, step, index, question, expected):
                 with it.model("policy", prompt=list(messages),
                               attributes={"model": "scripted-7b", "temperature": 0.2}) as call:
                     reply = await llm.complete(messages)
-                    call.set_output(reply)
+                    call.completion(reply)
                     call.token_count = tokens(messages) + tokens(reply)
                 messages.append(reply)
                 if "tool_call" not in reply:
@@ -110,12 +110,12 @@ async def solve(run, llm, rng, step, index, question, expected):
             with verifier.model("judge", prompt=[{"role": "user", "content": "Is %r right?" % answer}]) as judge:
                 await asyncio.sleep(0.001)
                 correct = answer is not None and expected.lower() in answer.lower()
-                judge.set_output({"verdict": "correct" if correct else "wrong"})
+                judge.completion({"verdict": "correct" if correct else "wrong"})
                 judge.token_count = 12
             verifier.set_output({"correct": correct})
         reward = 1.0 if correct else 0.0
         task.set_attributes({"reward": reward, "turns": turn + 1})
-        task.set_output({"answer": answer, "messages": messages})
+        task.final_output({"answer": answer, "messages": messages})
         return reward
 
 
@@ -143,7 +143,9 @@ def main():
             run.log_metrics({"reward/mean": mean, "reward/min": min(rewards)})
         print("step %d  mean reward %.2f" % (step, mean))
     run.finish()
-    print("run %s finished; %s" % (run.run_id, json.dumps({"traces": args.steps * 4})))
+    lost = {k: v for k, v in run.counters().items() if v and k != "blocked_seconds"}
+    print("run %s finished; %s; %s" % (run.run_id, json.dumps({"traces": args.steps * 4}),
+                                       "lost: %s" % lost if lost else "nothing lost"))
 
 
 if __name__ == "__main__":

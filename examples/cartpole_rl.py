@@ -168,7 +168,9 @@ def main():
         if episode % 50 == 0:
             print("episode %4d  return %6.1f  best eval %6.1f" % (episode, total, best))
     run.finish()
-    print("run %s finished; open it in the Treeline dashboard" % run.run_id)
+    lost = {k: v for k, v in run.counters().items() if v and k != "blocked_seconds"}
+    print("run %s finished (%s); open it in the Treeline dashboard"
+          % (run.run_id, "lost: %s" % lost if lost else "nothing lost"))
 
 
 if __name__ == "__main__":

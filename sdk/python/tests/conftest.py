@@ -24,7 +24,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 import treeline as tl  # noqa: E402
 from treeline.transport import Unreachable  # noqa: E402
-from fakeserver import free_port  # noqa: E402
+from fakeserver import free_port, zstd_decompress  # noqa: E402
 
 
 class MemoryTransport:
@@ -60,8 +60,7 @@ class MemoryTransport:
             if content_encoding == "gzip":
                 raw = gzip.decompress(body)
             elif content_encoding == "zstd":
-                import zstandard
-                raw = zstandard.ZstdDecompressor().decompress(body)
+                raw = zstd_decompress(body)
             obj = json.loads(raw)
             self.sent.append({"method": method, "path": path, "body": obj,
                               "key": idempotency_key, "encoding": content_encoding})

@@ -7,10 +7,15 @@ import json
 import socket
 import threading
 
-try:
-    import zstandard
-except ImportError:
-    zstandard = None
+def zstd_decompress(data):
+    """zstd as the SDK may send it: from Python 3.14's compression.zstd, else from the
+    zstandard package."""
+    try:
+        from compression import zstd
+    except ImportError:
+        import zstandard
+        return zstandard.ZstdDecompressor().decompress(data)
+    return zstd.decompress(data)
 
 
 def free_port():
@@ -54,7 +59,7 @@ class FakeServer:
                 if enc == "gzip":
                     data = gzip.decompress(data)
                 elif enc == "zstd":
-                    data = zstandard.ZstdDecompressor().decompress(data)
+                    data = zstd_decompress(data)
                 return json.loads(data) if data else None
 
             def _answer(self, status, obj, extra=()):

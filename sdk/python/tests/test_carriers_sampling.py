@@ -97,7 +97,7 @@ def test_sampling_is_decided_per_root(make_run, transport):
     assert len(transport.opens()) == 2 * kept
 
 
-def test_disabled_mode_keeps_the_whole_surface(tmp_path):
+def test_everything_off_keeps_the_whole_surface(tmp_path):
     code = r"""
 import asyncio, treeline as tl
 run = tl.init("p", name="n", config={"a": 1})
@@ -126,7 +126,7 @@ run.log_metrics({"loss": 1.0}, step=1)
 print(run.flush(), run.finish())
 print(type(root).__name__, root.is_recording)
 """
-    env = dict(os.environ, TREELINE_DISABLED="1", TREELINE_URL="http://127.0.0.1:9",
+    env = dict(os.environ, TREELINE_OFF="1", TREELINE_URL="http://127.0.0.1:9",
                TREELINE_SPOOL_DIR=str(tmp_path))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=30)

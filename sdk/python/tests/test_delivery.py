@@ -200,7 +200,8 @@ def test_sync_command_reports_what_is_left_when_still_down(tmp_path, capsys):
 
 
 def test_full_queue_makes_new_spans_inert_but_still_closes_open_ones(make_run, transport):
-    run = make_run(max_queue_bytes=20000, flush_interval=30, batch_bytes=1 << 30)
+    run = make_run(max_queue_bytes=20000, flush_interval=30, batch_bytes=1 << 30,
+                   on_full="drop")
     open_span = run.trace("opened early")
     open_span.__enter__()
     spans = []

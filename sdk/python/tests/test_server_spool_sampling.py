@@ -90,7 +90,7 @@ def test_sampling_keeps_or_drops_whole_trees(server, tmp_path):
     assert all(t["span_count"] == 2 for t in traces)
 
 
-def test_disabled_mode_sends_nothing(server, tmp_path):
+def test_everything_off_sends_nothing(server, tmp_path):
     code = """
 import treeline as tl
 run = tl.init("sdk-disabled", run_id="disabled-run-0001")
@@ -100,10 +100,36 @@ with run.trace("root", kind="rollout") as root:
 run.log_metrics({"loss": 1.0}, step=0)
 run.finish()
 """
-    env = dict(os.environ, TREELINE_DISABLED="1", TREELINE_URL=server.url,
+    env = dict(os.environ, TREELINE_OFF="1", TREELINE_URL=server.url,
                TREELINE_SPOOL_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     status, body = server.get("/api/runs/disabled-run-0001")
     assert status == 404 and body["error"]["code"] == "run_not_found"
+    assert not list(tmp_path.iterdir())
+
+
+def test_tracing_off_keeps_the_metrics(server, tmp_path):
+    code = """
+import treeline as tl
+run = tl.init("sdk-disabled", name="curves only", run_id="tracing-off-run-0001")
+with run.trace("root", kind="rollout") as root:
+    with root.span("child"):
+        pass
+print(root.is_recording)
+for step in range(3):
+    run.log_metrics({"loss": 1.0 / (step + 1)}, step=step)
+print(run.finish())
+"""
+    env = dict(os.environ, TREELINE_DISABLED="1", TREELINE_URL=server.url,
+               TREELINE_SPOOL_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+    info = _ok(server.get("/api/runs/tracing-off-run-0001"))
+    assert info["name"] == "curves only" and info["status"] == "finished"
+    assert info["trace_count"] == 0
+    series = _ok(server.get("/api/runs/tracing-off-run-0001/metrics?key=loss"))
+    assert series["points"] == [[0, 1.0], [1, 0.5], [2, 1.0 / 3]]

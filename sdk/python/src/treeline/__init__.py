@@ -15,17 +15,20 @@
 
 from .client import ApiError, AuthError, Client, NotFound
 from .context import attributes, current_attributes, current_span, step
-from .helpers import agent, iteration, llm, model, span, thought, tool, trace_op
+from .delivery import ON_FULL
+from .helpers import agent, iteration, llm, model, session, span, thought, tool, trace_op
 from .run import Run, current_run, flush, init
-from .span import NoopSpan, RemoteParent, Span
-from .transport import Unreachable
+from .session import Session
+from .span import DROPPED_SPANS_ATTRIBUTE, BodyAlreadyRecorded, NoopSpan, RemoteParent, Span
+from .transport import Unreachable, compression
 from .version import __version__
 from .vocab import CAPTURE_MODES, KINDS, SPAN_STATUSES
 
 __all__ = [
-    "init", "Run", "Span", "NoopSpan", "RemoteParent", "current_run", "current_span",
-    "flush", "step", "attributes", "current_attributes", "span", "model", "llm", "tool",
-    "thought", "agent", "iteration", "trace_op", "KINDS", "SPAN_STATUSES",
-    "CAPTURE_MODES", "Client", "ApiError", "NotFound", "AuthError", "Unreachable",
-    "__version__",
+    "init", "Run", "Span", "NoopSpan", "RemoteParent", "Session", "current_run",
+    "current_span", "flush", "step", "attributes", "current_attributes", "span", "model",
+    "llm", "tool", "thought", "agent", "iteration", "session", "trace_op", "KINDS",
+    "SPAN_STATUSES", "CAPTURE_MODES", "ON_FULL", "DROPPED_SPANS_ATTRIBUTE",
+    "BodyAlreadyRecorded", "compression", "Client", "ApiError", "NotFound", "AuthError",
+    "Unreachable", "__version__",
 ]

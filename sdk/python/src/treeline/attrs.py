@@ -11,6 +11,7 @@ RESERVED_ATTRIBUTES = frozenset((
 ))
 
 MAX_VALUE_BYTES = 64 * 1024
+MAX_ATTRIBUTES = 256  # per span, open and close together
 MAX_NAME_BYTES = 256
 _SCALARS = (bool, int, float, str)
 

@@ -11,6 +11,7 @@ from .vocab import check_non_negative
 current_span_var = contextvars.ContextVar("treeline_current_span", default=None)
 step_var = contextvars.ContextVar("treeline_step", default=None)
 attributes_var = contextvars.ContextVar("treeline_attributes", default=None)
+session_var = contextvars.ContextVar("treeline_session", default=None)
 
 
 def current_span():

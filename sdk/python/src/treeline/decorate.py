@@ -6,7 +6,7 @@ import inspect
 from .attrs import check_attributes
 from .delivery import warn_limited
 from .span import status_for
-from .vocab import check_capture, check_kind, check_non_negative
+from .vocab import check_capture, check_non_negative, check_open_kind
 
 
 def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, rank=None,
@@ -14,7 +14,7 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
     """Decorates `fn` so each call is a span nested under the active span of the same
     run (a root when there is none). Return values pass through; exceptions are
     recorded as error spans and re-raised. `resolve_run()` gives the run at call time."""
-    check_kind(kind)
+    check_open_kind(kind)
     attributes = check_attributes(attributes)
     check_capture(capture)
     check_non_negative(step, "step")
@@ -27,7 +27,7 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
         def open_span(args, kwargs):
             try:
                 run = resolve_run()
-                if run is None or run._inert:
+                if run is None or not run.tracing:
                     return None
                 parent = run._current()
                 effective = capture or (parent.capture if parent is not None else run.capture)
@@ -90,7 +90,7 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
                     return await fn(*args, **kwargs)
                 with span:
                     result = await fn(*args, **kwargs)
-                    span.set_output(result)
+                    _output(span, result)
                     return result
 
             return async_wrapper
@@ -102,7 +102,7 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
                 return fn(*args, **kwargs)
             with span:
                 result = fn(*args, **kwargs)
-                span.set_output(result)
+                _output(span, result)
                 return result
 
         return wrapper
@@ -110,6 +110,13 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
     if fn is not None:
         return decorate(fn)
     return decorate
+
+
+def _output(span, result):
+    # The function may have recorded its span's output itself (tl.current_span()); its
+    # own record wins over the return value.
+    if not span._bodies & 2:
+        span.set_output(result)
 
 
 def _arguments(fn, cache, args, kwargs):

@@ -1,19 +1,27 @@
 """The background sender: a bounded in-memory queue, batching, retries and spooling.
 
 The training loop only appends to a deque under a short lock. One daemon thread per
-run drains it: consecutive span events become one POST, metric points another, run
-updates go in queue order. Each batch gets an Idempotency-Key once and keeps it through
+run drains it: consecutive span events become POSTs (up to `max_inflight` of them on
+the wire at once, so encoding the next batch overlaps the server's answer to the last),
+metric points another, run updates and flush barriers go in queue order and wait for
+every earlier request. Each batch gets an Idempotency-Key once and keeps it through
 every retry and replay.
 
-Queue-full policy: the queue is bounded by estimated bytes (`max_queue_bytes`). When it
-is full, *new* spans are handed out inert (their whole subtree records nothing) and new
-metric points are dropped; the closes of spans already opened are always queued, so a
-recorded span never stays open for want of room. Drops are counted (`dropped`) and
-logged once. The training loop is never blocked."""
+Queue-full policy (`on_full`): the queue is bounded by estimated bytes
+(`max_queue_bytes`). A full queue only happens when the loop makes spans faster than
+the sender can deliver them (a server that is down does not fill it: the spool takes
+the batches at disk speed). The default, "block", makes a new span or metric point
+wait for room, up to `block_timeout` seconds, so the loop slows to the delivery rate
+instead of losing data; after a wait times out (a wedged sender), new spans and points
+are dropped until the queue has drained to half, so training never hangs on tracing.
+"drop" never waits. Either way the closes of spans already opened are always queued,
+so a recorded span never stays open for want of room, and every drop is counted
+(`counters`), logged, and written on the root of the trace that lost it."""
 
 import collections
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -27,6 +35,11 @@ log = logging.getLogger("treeline")
 _SENDERS = weakref.WeakSet()
 _warned = collections.Counter()
 
+ON_FULL = ("block", "drop")
+COUNTERS = ("dropped_spans", "dropped_points", "dropped_attributes", "blocked_seconds",
+            "block_timeouts", "rejected", "refused_requests",
+            "server_warnings")
+
 
 def warn_limited(kind, message, *args, limit=5):
     _warned[kind] += 1
@@ -34,11 +47,25 @@ def warn_limited(kind, message, *args, limit=5):
         log.warning("treeline: " + message, *args)
 
 
+_IDS = re.compile(r"\b(span|trace) \S+")
+_NUMBERS = re.compile(r"\d+")
+_ATTRIBUTE = re.compile(r"attributes\.\S+ was dropped: \S+")
+
+
+def warning_kind(message):
+    """What a server warning is about, without the ids and numbers that vary."""
+    text = _ATTRIBUTE.sub("attributes.NAME was dropped: NAME", str(message))
+    return _NUMBERS.sub("N", _IDS.sub(r"\1 ID", text))
+
+
 class Sender:
     def __init__(self, transport, spool, *, run_id, encoding="gzip", batch_bytes=512 * 1024,
                  max_queue_bytes=64 << 20, flush_interval=1.0, max_retries=4, backoff=0.5,
                  max_backoff=8.0, max_batch_items=2000, max_request_bytes=8 << 20,
-                 probe_interval=5.0):
+                 probe_interval=5.0, on_full="block", block_timeout=10.0, max_inflight=2):
+        if on_full not in ON_FULL:
+            raise ValueError("on_full %r is not valid; valid values are: %s"
+                             % (on_full, ", ".join(ON_FULL)))
         self.transport = transport
         self.spool = spool
         self.encoding = encoding
@@ -50,10 +77,14 @@ class Sender:
         self.max_batch_items = max_batch_items
         self.max_request_bytes = max_request_bytes
         self.probe_interval = probe_interval
+        self.on_full = on_full
+        self.block_timeout = float(block_timeout)
+        self.max_inflight = max(1, int(max_inflight))
         self._events_path = "/api/runs/%s/traces/events" % run_id
         self._metrics_path = "/api/runs/%s/metrics" % run_id
-        self.dropped = 0  # spans and points refused because the queue was full
-        self.rejected = 0  # events or points the server refused
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        self.warning_kinds = collections.Counter()  # server warnings, by kind
+        self._said = set()
         self.hurry = False  # at exit: no back-off, spool at once
         self._spooling = bool(spool.pending())
         self._last_probe = 0.0
@@ -66,34 +97,109 @@ class Sender:
         self._items = collections.deque()
         self._bytes = 0
         self._inflight = 0
+        self._gen = 0  # bumped each time the sender takes the queue
         self._kicked = False
+        self._dropping = False  # after a wait for room timed out, until half drained
         self._wake = threading.Event()
         self._sleep = threading.Event()
+        self._roomy = threading.Event()
         self._thread = None
         self._closing = False
+        self._busy = threading.Condition()
+        self._outstanding = 0  # event POSTs handed to workers, not yet answered
+        self._jobs = collections.deque()
+        self._workers = []
+
+    @property
+    def dropped(self):
+        return self.counters["dropped_spans"] + self.counters["dropped_points"]
 
     # -- the training loop's side -------------------------------------------------
 
     def room(self):
         return self._bytes + self._inflight < self.max_queue_bytes
 
+    def admit(self, what, n=1):
+        """True when there is room for a new span (what="dropped_spans") or metric
+        points (what="dropped_points"); waits for it under on_full="block"."""
+        used = self._bytes + self._inflight
+        if used < self.max_queue_bytes:
+            if self._dropping and used < self.max_queue_bytes // 2:
+                self._dropping = False
+                log.warning("treeline: the queue drained; recording again")
+            elif self._dropping:
+                return self._drop(what, n)
+            return True
+        if self.on_full == "drop" or self._dropping or self._on_sender_thread():
+            return self._drop(what, n)
+        start = time.monotonic()
+        deadline = start + self.block_timeout
+        while True:
+            self._roomy.clear()
+            self._wake.set()
+            self._ensure_thread()
+            if self.room():
+                self.counters["blocked_seconds"] += time.monotonic() - start
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._roomy.wait(min(left, 0.05))
+        self.counters["blocked_seconds"] += time.monotonic() - start
+        self.counters["block_timeouts"] += 1
+        self._dropping = True
+        log.warning("treeline: the queue stayed full (%d bytes) for %.1f s; dropping new "
+                    "spans and metric points until it has drained to half",
+                    self.max_queue_bytes, self.block_timeout)
+        return self._drop(what, n)
+
+    def say_once(self, kind, message, *args):
+        """Logs a warning once per run and kind."""
+        if kind not in self._said:
+            self._said.add(kind)
+            log.warning("treeline: " + message, *args)
+
+    def _drop(self, what, n):
+        self.counters[what] += n
+        self.say_once(what, "queue full (%d bytes, on_full=%s): dropped %s; run.counters() "
+                      "counts what was dropped", self.max_queue_bytes, self.on_full,
+                      "a span and its subtree" if what == "dropped_spans" else "metric points")
+        return False
+
+    def _on_sender_thread(self):
+        current = threading.current_thread()
+        return current is self._thread or current in self._workers
+
     def put(self, item, size):
-        """Queues an item regardless of room (the caller decided)."""
+        """Queues an item regardless of room (the caller decided). Returns the queue's
+        generation: the item can be patched while the generation has not moved."""
         with self._lock:
             self._items.append(item)
             self._bytes += size
+            gen = self._gen
             kick = self._bytes >= self.batch_bytes and not self._kicked
             if kick:
                 self._kicked = True
         if kick:
             self._wake.set()
             self._ensure_thread()
+        return gen
+
+    def patch(self, queued, field, value, size):
+        """Sets a field of an event still waiting in the queue. False when the sender
+        has taken it already (it may be on the wire)."""
+        if queued is None:
+            return False
+        event, gen = queued
+        with self._lock:
+            if gen != self._gen:
+                return False
+            event[field] = value
+            self._bytes += size
+        return True
 
     def put_points(self, points, size):
-        if not self.room():
-            self.dropped += len(points)
-            warn_limited("full", "queue full (%d bytes); dropping metric points and new spans "
-                         "until it drains", self.max_queue_bytes, limit=1)
+        if not self.admit("dropped_points", len(points)):
             return False
         self.put(("m", points), size)
         return True
@@ -157,14 +263,16 @@ class Sender:
         with self._drain_lock:
             with self._lock:
                 items, self._items = self._items, collections.deque()
-                self._inflight, self._bytes = self._bytes, 0
+                self._inflight, self._bytes = self._inflight + self._bytes, 0
+                self._gen += 1
                 self._kicked = False
+            per_item = self._inflight / len(items) if items else 0
             events, points = [], []
             for item in items:
                 if type(item) is dict:
                     events.append(item)
                     if len(events) >= self.max_batch_items:
-                        self._post_list(self._events_path, "events", events)
+                        self._post_events(events, per_item)
                         events = []
                     continue
                 tag = item[0]
@@ -172,12 +280,15 @@ class Sender:
                     points.extend(item[1])
                     if len(points) >= self.max_batch_items:
                         self._post_list(self._metrics_path, "points", points)
+                        self._release(len(points) * per_item)
                         points = []
                     continue
                 # Run updates and barriers keep their place in the stream.
-                self._post_list(self._events_path, "events", events)
+                self._post_events(events, per_item)
                 self._post_list(self._metrics_path, "points", points)
+                self._release(len(points) * per_item)
                 events, points = [], []
+                self._wait_workers()
                 if tag == "r":
                     _, method, path, body, what = item
                     self._send_obj(method, path, body, what)
@@ -186,11 +297,84 @@ class Sender:
                         self._replay()
                     item[2].append(not self._spooling)
                     item[1].set()
-            self._post_list(self._events_path, "events", events)
+            self._post_events(events, per_item)
             self._post_list(self._metrics_path, "points", points)
-            self._inflight = 0
+            self._wait_workers()
+            with self._lock:
+                self._inflight = 0
+            self._roomy.set()
             if self._spooling and time.monotonic() - self._last_probe > self.probe_interval:
                 self._replay()
+
+    def _release(self, size):
+        if size:
+            with self._lock:
+                self._inflight = max(0, self._inflight - int(size))
+            self._roomy.set()
+
+    # Event batches may be on the wire together: the server merges a span's open and
+    # close whatever their order, and ignores what it has seen, so only run updates,
+    # metrics and barriers need the strict order they get from _wait_workers.
+    def _post_events(self, events, per_item):
+        if not events:
+            return
+        if self.max_inflight == 1 or self._spooling:
+            self._post_list(self._events_path, "events", events)
+            self._release(len(events) * per_item)
+            return
+        with self._busy:
+            if len(self._workers) < self.max_inflight:
+                self._start_worker()
+            inline = not self._workers  # no thread can start (interpreter shutdown)
+            if not inline:
+                while self._outstanding >= self.max_inflight:
+                    self._busy.wait()
+                self._outstanding += 1
+                self._jobs.append((events, len(events) * per_item))
+                self._busy.notify_all()
+        if inline:
+            self._post_list(self._events_path, "events", events)
+            self._release(len(events) * per_item)
+
+    def _start_worker(self):
+        w = threading.Thread(target=self._work, name="treeline-sender-http", daemon=True)
+        try:
+            w.start()
+        except RuntimeError:
+            return
+        self._workers.append(w)
+
+    def _work(self):
+        me = threading.current_thread()
+        while True:
+            with self._busy:
+                while not self._jobs:
+                    if not self._busy.wait(30.0) and not self._jobs:
+                        self._workers.remove(me)  # idle for long: let the thread go
+                        return
+                events, size = self._jobs.popleft()
+            try:
+                self._post_list(self._events_path, "events", events)
+            except Exception:
+                log.exception("treeline: sender error")
+            self._release(size)
+            with self._busy:
+                self._outstanding -= 1
+                self._busy.notify_all()
+
+    def _wait_workers(self):
+        if self._outstanding:
+            with self._busy:
+                while self._outstanding:
+                    if not self._workers:
+                        # A worker could not start (interpreter shutdown): send here.
+                        while self._jobs:
+                            events, size = self._jobs.popleft()
+                            self._post_list(self._events_path, "events", events)
+                            self._release(size)
+                            self._outstanding -= 1
+                        break
+                    self._busy.wait(0.5)
 
     def _post_list(self, path, field, items):
         if not items:
@@ -225,7 +409,7 @@ class Sender:
                 encode(item, "none")
                 kept.append(item)
             except (TypeError, ValueError) as err:
-                self.rejected += 1
+                self.counters["rejected"] += 1
                 warn_limited("encode", "dropped an item with no JSON form: %s", err)
         return kept
 
@@ -278,18 +462,35 @@ class Sender:
         self._spooling = remaining > 0
 
     def handle(self, req, status, payload):
-        """Logs what the server refused; nothing it refuses is retried."""
+        """Logs what the server refused or warned about; nothing it refuses is retried."""
         if 200 <= status < 300:
-            rejected = (payload or {}).get("rejected") if isinstance(payload, dict) else None
+            if not isinstance(payload, dict):
+                return
+            rejected = payload.get("rejected")
             if rejected:
-                self.rejected += len(rejected)
+                self.counters["rejected"] += len(rejected)
                 first = rejected[0]
                 warn_limited("rejected", "server rejected %d of a %s batch, e.g. %s: %s",
                              len(rejected), req.what, first.get("code"), first.get("message"))
+            warnings = payload.get("warnings")
+            if warnings:
+                self._server_warnings(warnings, req.what)
             return
+        self.counters["refused_requests"] += 1
         err = (payload or {}).get("error", {}) if isinstance(payload, dict) else {}
         warn_limited("refused", "server refused a %s request (HTTP %d %s: %s); dropped",
                      req.what, status, err.get("code", "?"), err.get("message", ""))
+
+    def _server_warnings(self, warnings, what):
+        self.counters["server_warnings"] += len(warnings)
+        for w in warnings:
+            message = w.get("message", "") if isinstance(w, dict) else str(w)
+            kind = warning_kind(message)
+            self.warning_kinds[kind] += 1
+            if self.warning_kinds[kind] == 1:  # once per kind of warning
+                log.warning("treeline: the server stored %s with a warning: %s (logged "
+                            "once per kind; run.counters()['server_warnings'] counts them)",
+                            what, message)
 
 
 def _after_fork_in_child():

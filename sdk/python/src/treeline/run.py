@@ -12,14 +12,16 @@ import threading
 import time
 
 from . import decorate, redact
-from .context import current_span_var, step_var
-from .delivery import Sender, warn_limited
+from .context import current_span_var, session_var, step_var
+from .delivery import COUNTERS, ON_FULL, Sender
 from .ids import check_id, coin, new_run_id, new_trace_id
 from .preview import DEFAULT_LIMIT
+from .session import SESSION_ID_ATTRIBUTE, Session
 from .span import NoopSpan, RemoteParent, Span, _Parent, metric_value
 from .spool import Spool
 from .transport import Transport, pick_encoding
-from .vocab import check_capture, check_kind, check_non_negative, check_run_status
+from .vocab import (OPEN_KINDS, check_capture, check_non_negative,
+                    check_open_kind, check_run_status)
 
 log = logging.getLogger("treeline")
 
@@ -60,12 +62,16 @@ class Run(_Parent):
                  preview_limit=DEFAULT_LIMIT, finish_on_exit=None, disabled=None,
                  spool_dir=None, compression="auto", timeout=10.0, flush_interval=1.0,
                  batch_bytes=512 * 1024, max_queue_bytes=64 << 20, max_retries=4,
+                 on_full="block", block_timeout=10.0, max_inflight=2, tracing=None,
                  transport=None):
         if type(project) is not str or not 1 <= len(project) <= 128 or any(
                 ord(c) < 32 or ord(c) == 127 for c in project):
             raise ValueError("project must be 1-128 characters with no control characters")
         if name is not None and type(name) is not str:
             raise TypeError("name must be a string")
+        if on_full not in ON_FULL:
+            raise ValueError("on_full %r is not valid; valid values are: %s"
+                             % (on_full, ", ".join(ON_FULL)))
         self.project = project
         self.name = name
         self.run_id = check_id(run_id, "run_id") if run_id is not None else new_run_id()
@@ -81,8 +87,15 @@ class Run(_Parent):
         self.step = None  # roots take their step from the call or a step block
         self.preview_limit = int(preview_limit)
         self.trace_id = self.span_id = self.thread_id = None
-        self._inert = _env_flag("TREELINE_DISABLED") if disabled is None else bool(disabled)
+        # TREELINE_OFF (disabled=True) switches everything off; TREELINE_DISABLED
+        # (tracing=False) only the traces, so a run traced off for speed keeps its curves.
+        self._inert = _env_flag("TREELINE_OFF") if disabled is None else bool(disabled)
+        if tracing is None:
+            tracing = not _env_flag("TREELINE_DISABLED")
+        self.tracing = bool(tracing) and not self._inert
         self._live = {}
+        self._trace_drops = {}  # trace id -> spans of it dropped, for its root's close
+        self._reported = None
         self._finished = False
         self._next_step = 0
         # Passing run_id joins a run another process may own: do not finish it at exit.
@@ -100,7 +113,8 @@ class Run(_Parent):
             Spool(self.spool_dir, url=self.url), run_id=self.run_id,
             encoding=pick_encoding(compression), batch_bytes=batch_bytes,
             max_queue_bytes=max_queue_bytes, flush_interval=flush_interval,
-            max_retries=max_retries)
+            max_retries=max_retries, on_full=on_full, block_timeout=block_timeout,
+            max_inflight=max_inflight)
         body = {"project": project, "start_us": time.time_ns() // 1000}
         if name is not None:
             body["name"] = name
@@ -111,39 +125,53 @@ class Run(_Parent):
 
     # -- spans ----------------------------------------------------------------------
 
-    def trace(self, name, kind="custom", *, step=None, rank=None, attributes=None,
-              inputs=None, capture=None, metrics=None, links=None, thread_id=None):
-        """A root span: a new trace. Sampling is decided here, once per root."""
-        check_kind(kind)
-        if self._inert or (self.sample_rate < 1.0 and coin() >= self.sample_rate) \
-                or not self._admit():
-            return NoopSpan(self, attributes)
+    def trace(self, name, kind="custom", *, step=None, rank=None, thread_id=None,
+              attributes=None, inputs=None, capture=None, metrics=None, links=None):
+        """A root span: a new trace. Sampling is decided here, once per root (inside a
+        session, once per session)."""
+        if kind not in OPEN_KINDS:
+            check_open_kind(kind)
+        session = session_var.get()
+        if session is not None and session.run is self:
+            if not session.is_recording:
+                return NoopSpan(self, attributes, name, kind, None, inputs)
+            attributes = dict(attributes) if attributes else {}
+            attributes[SESSION_ID_ATTRIBUTE] = session.session_id
+        elif not self.tracing or (self.sample_rate < 1.0 and coin() >= self.sample_rate):
+            return NoopSpan(self, attributes, name, kind, None, inputs)
+        sender = self._sender
+        if (sender._bytes + sender._inflight >= sender.max_queue_bytes or sender._dropping) \
+                and not sender.admit("dropped_spans"):
+            return NoopSpan(self, attributes, name, kind, None, inputs)
         if step is None:
             step = step_var.get()
         if thread_id is None:
             thread_id = threading.current_thread().name
         elif type(thread_id) is not str:
-            raise TypeError("thread_id must be a string")
-        return Span(self, new_trace_id(), None, name, kind, step,
+            raise TypeError("thread_id must be a string, got %s" % type(thread_id).__name__)
+        root = Span(self, new_trace_id(), None, name, kind, step,
                     self.rank if rank is None else rank, thread_id[:256],
                     capture or self.capture, attributes, inputs, metrics, links)
+        if session is not None and session.run is self:
+            session._turns.append(root)
+        return root
 
-    def span(self, name, kind="custom", **kw):
-        """A child of this run's active span in this thread or task, else a root."""
-        parent = self._current()
-        if parent is not None:
-            return parent.span(name, kind, **kw)
-        return self.trace(name, kind, **kw)
-
-    def start_span(self, name, kind="custom", *, parent_span_id=None, trace_id=None, **kw):
-        """An already-opened span for manual lifecycles: call .end(status) on it.
-        Without parent_span_id it nests under the active span of this run, if any."""
-        check_kind(kind)
-        if self._inert:
-            return NoopSpan(self, kw.get("attributes"))
+    def span(self, name, kind="custom", *, parent_span_id=None, trace_id=None, **kw):
+        """A child of `parent_span_id` (a span of this process, or with trace_id= one
+        opened elsewhere), else of this run's active span in this thread or task, else
+        a root. Takes the fields of trace()."""
         if parent_span_id is None:
-            return self.span(name, kind, **kw).start()
+            if trace_id is not None:
+                raise ValueError("trace_id= names the trace of parent_span_id=; without a "
+                                 "parent, a span opens a new trace")
+            parent = self._current()
+            if parent is not None:
+                return parent.span(name, kind, **kw)
+            return self.trace(name, kind, **kw)
+        check_open_kind(kind)
         check_id(parent_span_id, "parent_span_id")
+        if not self.tracing:
+            return NoopSpan(self, kw.get("attributes"), name, kind, None, kw.get("inputs"))
         parent = self._live.get(parent_span_id)
         if parent is None:
             current = self._current()
@@ -154,12 +182,24 @@ class Run(_Parent):
                                  "trace_id= too (or use a carrier)" % parent_span_id)
             parent = RemoteParent(self, check_id(trace_id, "trace_id"), parent_span_id,
                                   rank=self.rank, thread_id=threading.current_thread().name)
-        return parent.span(name, kind, **kw).start()
+        return parent.span(name, kind, **kw)
+
+    def start_span(self, name, kind="custom", *, parent_span_id=None, trace_id=None, **kw):
+        """span(...), already opened, for manual lifecycles: call .end(status) on it."""
+        return self.span(name, kind, parent_span_id=parent_span_id, trace_id=trace_id,
+                         **kw).start()
+
+    def session(self, name="session", *, step=None, rank=None, attributes=None,
+                inputs=None, capture=None, metrics=None):
+        """`with run.session("chat 42") as s:` every trace opened in the block is a turn
+        of the session; on exit, the childless `session` summary root is written."""
+        return Session(self, name, step=step, rank=rank, attributes=attributes,
+                       inputs=inputs, capture=capture, metrics=metrics)
 
     def trace_op(self, fn=None, **options):
         """`@run.trace_op` or `@run.trace_op(name=, kind="function", step=, rank=,
         attributes=, metrics=, capture=)`: one span per call of a sync or async function."""
-        if self._inert:
+        if not self.tracing:
             decorate.trace_op(lambda: None, None, **options)  # still check the options
             return fn if fn is not None else (lambda f: f)
         return decorate.trace_op(lambda: self, fn, **options)
@@ -169,7 +209,7 @@ class Run(_Parent):
         (or on `parent`) join the trace the carrier came from."""
         if not isinstance(carrier, dict):
             raise TypeError("a trace carrier is the dict from span.context()")
-        if self._inert:
+        if not self.tracing:
             return NoopSpan(self)
         run_id = carrier.get("run_id")
         if run_id != self.run_id:
@@ -191,12 +231,22 @@ class Run(_Parent):
         return None
 
     def _admit(self):
-        if self._sender.room():
-            return True
-        self._sender.dropped += 1
-        warn_limited("full", "queue full (%d bytes); new spans are inert until it drains",
-                     self._sender.max_queue_bytes, limit=1)
-        return False
+        return self._sender.admit("dropped_spans")
+
+    def _lost_span(self, trace_id, subtree=False):
+        """A span of this trace was dropped: its root's close will say how many."""
+        if subtree:
+            self._sender.counters["dropped_spans"] += 1
+        if trace_id is None:
+            return
+        drops = self._trace_drops
+        if len(drops) > 100000 and trace_id not in drops:
+            drops.clear()  # roots that never closed here; keep memory bounded
+        drops[trace_id] = drops.get(trace_id, 0) + 1
+
+    def _count(self, name, n=1):
+        if self._sender is not None:
+            self._sender.counters[name] += n
 
     # -- metrics and lifecycle ----------------------------------------------------------
 
@@ -239,12 +289,38 @@ class Run(_Parent):
         self._close_live("interrupted")
         self._sender.put_request("POST", "/api/runs/%s/finish" % self.run_id,
                                  {"status": status, "end_us": time.time_ns() // 1000}, "finish")
-        return self._sender.close(timeout)
+        ok = self._sender.close(timeout)
+        self._report_losses()
+        return ok
 
     @property
     def dropped(self):
         """Spans and metric points dropped because the queue was full."""
         return self._sender.dropped if self._sender else 0
+
+    def counters(self):
+        """What was lost or held up, as a dict: dropped_spans, dropped_points (queue
+        full), dropped_attributes (past 256 on a span), blocked_seconds and
+        block_timeouts (on_full="block"), rejected (events and points the
+        server refused), refused_requests, server_warnings; and the spool's
+        spool_dropped and set_aside."""
+        if self._sender is None:
+            out = dict.fromkeys(COUNTERS, 0)
+            out.update(spool_dropped=0, set_aside=0)
+            return out
+        out = dict(self._sender.counters)
+        out["spool_dropped"] = self._sender.spool.dropped
+        out["set_aside"] = self._sender.spool.set_aside
+        return out
+
+    def _report_losses(self):
+        c = self.counters()
+        lost = ["%d %s" % (c[k], k.replace("_", " ")) for k in
+                ("dropped_spans", "dropped_points", "dropped_attributes", "rejected", "refused_requests", "spool_dropped") if c[k]]
+        if lost and lost != self._reported:
+            self._reported = lost
+            log.warning("treeline: run %s lost data: %s (run.counters() has the details)",
+                        self.run_id, ", ".join(lost))
 
     def _close_live(self, status):
         for span in reversed(list(self._live.values())):  # children before parents
@@ -269,6 +345,7 @@ class Run(_Parent):
         if not delivered and time.monotonic() - start >= timeout * 0.95:
             self._sender.hurry_up()  # out of patience: whatever is left goes to disk
             delivered = self._sender.flush(5.0)
+        self._report_losses()
         if not delivered:
             log.warning("treeline: run %s: some data could not be sent and waits in %s; "
                         "send it later with: treeline-sync %s", self.run_id, self.spool_dir,
@@ -283,13 +360,15 @@ class Run(_Parent):
         return False
 
     def __repr__(self):
-        return "<treeline.Run %s project=%r%s>" % (self.run_id, self.project,
-                                                  " disabled" if self._inert else "")
+        return "<treeline.Run %s project=%r%s>" % (
+            self.run_id, self.project, " disabled" if self._inert else
+            " tracing off" if not self.tracing else "")
 
 
 def init(project, name=None, config=None, *, url=None, api_key=None, run_id=None, **options):
     """Starts (or, with run_id, joins) a run. TREELINE_URL and TREELINE_API_KEY come
-    from the environment when not given; TREELINE_DISABLED=1 makes everything inert.
+    from the environment when not given; TREELINE_DISABLED=1 switches tracing off
+    (metrics still flow) and TREELINE_OFF=1 switches everything off.
     Never contacts the server in this call: the run is created by the background sender."""
     run = Run(project, name, config, url=url, api_key=api_key, run_id=run_id, **options)
     _default[0] = run

@@ -1,19 +1,22 @@
 """Spans: the recorded kind, the inert kind, and the stand-in for a remote parent."""
 
 import asyncio
+import itertools
 import math
 import threading
 import time
 
-from .attrs import check_attribute, check_attributes
+from .attrs import MAX_ATTRIBUTES, check_attribute, check_attributes
 from .context import attributes_var, current_span_var, reset, step_var
 from .delivery import warn_limited
 from .ids import check_id, new_span_id
-from .preview import message_preview, preview
-from .vocab import check_capture, check_kind, check_non_negative, check_status
+from .preview import message_preview, sized_preview
+from .vocab import OPEN_KINDS, check_capture, check_non_negative, check_open_kind, check_status
 
 _now_ns = time.time_ns
 _MAX_NAME = 1024
+# The root attribute that says how many spans of its trace were dropped (queue full).
+DROPPED_SPANS_ATTRIBUTE = "treeline.dropped_spans"
 
 
 class _Parent:
@@ -21,20 +24,48 @@ class _Parent:
 
     __slots__ = ()
 
-    def span(self, name, kind="custom", *, step=None, rank=None, attributes=None,
-             inputs=None, capture=None, metrics=None, links=None):
-        """A child span; its open is queued when its block is entered (or on start())."""
-        check_kind(kind)
+    def span(self, name, kind="custom", *, step=None, rank=None, thread_id=None,
+             attributes=None, inputs=None, capture=None, metrics=None, links=None,
+             parent_span_id=None):
+        """A child span; its open is queued when its block is entered (or on start()).
+        `parent_span_id` hangs it under another span of the same trace instead."""
+        if kind not in OPEN_KINDS:
+            check_open_kind(kind)
         run = self.run
-        if not run._admit():
-            return NoopSpan(run, attributes)
+        if parent_span_id is not None and parent_span_id != self.span_id:
+            return self._other_parent(parent_span_id).span(
+                name, kind, step=step, rank=rank, thread_id=thread_id,
+                attributes=attributes, inputs=inputs, capture=capture, metrics=metrics,
+                links=links)
+        sender = run._sender
+        if (sender._bytes + sender._inflight >= sender.max_queue_bytes or sender._dropping) \
+                and not sender.admit("dropped_spans"):
+            run._lost_span(self.trace_id)
+            return NoopSpan(run, attributes, name, kind, self.trace_id, inputs)
         if step is None:
             step = step_var.get()
             if step is None:
                 step = self.step
+        if thread_id is None:
+            thread_id = self.thread_id
+        elif type(thread_id) is not str:
+            raise TypeError("thread_id must be a string, got %s" % type(thread_id).__name__)
         return Span(run, self.trace_id, self.span_id, name, kind, step,
-                    self.rank if rank is None else rank, self.thread_id,
+                    self.rank if rank is None else rank, thread_id,
                     capture or self.capture, attributes, inputs, metrics, links)
+
+    def _other_parent(self, parent_span_id):
+        check_id(parent_span_id, "parent_span_id")
+        live = self.run._live.get(parent_span_id)
+        if live is not None and live.trace_id == self.trace_id:
+            return live
+        # A span of this trace opened elsewhere (another process): known by its id only.
+        return RemoteParent(self.run, self.trace_id, parent_span_id, step=self.step,
+                            rank=self.rank, thread_id=self.thread_id, capture=self.capture)
+
+    def child(self, kind, name, **kw):
+        """`span.child("tool", "search")`: the same as span(name, kind, ...)."""
+        return self.span(name, kind, **kw)
 
     def model(self, name, prompt=None, **kw):
         """A model call (an LLM or a policy); the prompt is its input."""
@@ -50,7 +81,7 @@ class _Parent:
         """The agent's reasoning; the text is the span's output."""
         s = self.span(name, "thought", **kw)
         if text is not None:
-            s.set_output(text)
+            s.text(text)
         return s
 
     def agent(self, name, inputs=None, **kw):
@@ -62,13 +93,68 @@ class _Parent:
         return self.span(name, "iteration", inputs=inputs, **kw)
 
 
-class Span(_Parent):
+class _Bodies:
+    """The body setters, shared by recorded and inert spans so that a body recorded
+    twice, or a kind's setter used on another kind, fails the same way whether the
+    span was sampled or not."""
+
+    __slots__ = ()
+
+    def set_input(self, value):
+        """The span's input; any time before the close (sent only under preview)."""
+        return self._record(1, "input", value, None)
+
+    def set_output(self, value):
+        """Sent with the close, and only under capture="preview" (redacted, bounded)."""
+        return self._record(2, "output", value, None)
+
+    def prompt(self, value):
+        """A model span's prompt (its input): a string or a list of chat messages."""
+        return self._record(1, "prompt", value, "model")
+
+    def completion(self, value):
+        """A model span's completion (its output)."""
+        return self._record(2, "completion", value, "model")
+
+    def text(self, value):
+        """A thought span's text (its output)."""
+        return self._record(2, "text", value, "thought")
+
+    def task_input(self, value):
+        """An agent span's task (its input)."""
+        return self._record(1, "task_input", value, "agent")
+
+    def final_output(self, value):
+        """An agent span's final answer (its output)."""
+        return self._record(2, "final_output", value, "agent")
+
+    def _claim(self, bit, word, kind):
+        if kind is not None and self.kind is not None and self.kind != kind:
+            raise ValueError("%s() is for %s spans; span %r is a %s span (use %s)"
+                             % (word, kind, self.name, self.kind,
+                                "set_input" if bit == 1 else "set_output"))
+        if self._bodies & bit:
+            which = "input" if bit == 1 else "output"
+            raise BodyAlreadyRecorded(
+                "span %r (%s%s) already has its %s; %s() would record it a second time. "
+                "Record each body once: at creation (inputs=, prompt=, text=) or with "
+                "one setter" % (self.name, self.kind,
+                                ", " + self.span_id if self.span_id else "", which, word))
+        self._bodies |= bit
+
+
+class BodyAlreadyRecorded(ValueError):
+    """A span's input or output was recorded a second time."""
+
+
+class Span(_Parent, _Bodies):
     """A recorded span. Use it as a context manager, or start() it and end() it."""
 
     __slots__ = ("run", "trace_id", "span_id", "parent_span_id", "name", "kind", "step",
                  "rank", "thread_id", "capture", "_attrs", "_input", "_input_size",
                  "_output", "_output_size", "_error", "_close_attrs", "_metrics", "_links",
-                 "_tokens", "_status", "_state", "_token", "_prev")
+                 "_tokens", "_status", "_state", "_token", "_prev", "_bodies", "_open",
+                 "_nattrs")
 
     def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
                  capture, attributes, inputs, metrics, links):
@@ -103,7 +189,10 @@ class Span(_Parent):
                 attrs = merged
         else:
             attrs = ambient  # shared, never mutated: each block builds a new dict
+        if attrs and len(attrs) > MAX_ATTRIBUTES:
+            attrs = self._first_attributes(attrs)
         self._attrs = attrs
+        self._nattrs = len(attrs) if attrs else 0
         self._input = self._output = self._error = None
         self._input_size = self._output_size = 0
         self._close_attrs = None
@@ -113,8 +202,12 @@ class Span(_Parent):
         self._status = None
         self._state = 0  # 0 created, 1 open, 2 closed
         self._token = self._prev = None
-        if inputs is not None and capture == "preview":
-            self._input, self._input_size = self._body(inputs, "input", True)
+        self._open = None  # (open event, queue generation) while the open may be patched
+        self._bodies = 0
+        if inputs is not None:
+            self._bodies = 1
+            if capture == "preview":
+                self._input, self._input_size = self._body(inputs, "input", True)
         if metrics:
             for k, v in metrics.items():
                 self.log_metric(k, v)
@@ -122,16 +215,26 @@ class Span(_Parent):
             for link in links:
                 self.add_link(link)
 
+    def _first_attributes(self, attrs):
+        # The first 256 in the order they were set; the server would keep the first
+        # 256 in name order instead, which is not what the caller meant.
+        kept = dict(itertools.islice(attrs.items(), MAX_ATTRIBUTES))
+        self.run._count("dropped_attributes", len(attrs) - MAX_ATTRIBUTES)
+        self.run._sender.say_once("attributes", "span %r: %d attributes past the first %d "
+                                  "were dropped", self.name, len(attrs) - MAX_ATTRIBUTES,
+                                  MAX_ATTRIBUTES)
+        return kept
+
     # -- lifecycle ----------------------------------------------------------------
 
-    def start(self):
+    def start(self, _ts=None):
         """Opens the span (queues its open) without making it the current span."""
         if self._state:
             return self
         self._state = 1
         ev = {"op": "open", "trace_id": self.trace_id, "span_id": self.span_id,
               "parent_span_id": self.parent_span_id, "name": self.name, "kind": self.kind,
-              "ts": _now_ns() // 1000}
+              "ts": _now_ns() // 1000 if _ts is None else _ts}
         size = 220 + len(self.name)
         if self.step is not None:
             ev["step"] = self.step
@@ -141,13 +244,13 @@ class Span(_Parent):
             ev["thread_id"] = self.thread_id
         if self._attrs:
             ev["attributes"] = self._attrs
-            size += _attrs_size(self._attrs)
+            size += 24 * len(self._attrs)
         if self._input is not None:
             ev["input"] = self._input
             size += self._input_size
         run = self.run
         run._live[self.span_id] = self
-        run._sender.put(ev, size)
+        self._open = (ev, run._sender.put(ev, size))
         return self
 
     def __enter__(self):
@@ -183,6 +286,8 @@ class Span(_Parent):
         if self._state == 0:
             self.start()
         self._state = 2
+        self._status = status
+        self._open = None
         run = self.run
         if run._live.pop(self.span_id, None) is None:
             return  # closed already, or opened by the process we were forked from
@@ -192,12 +297,22 @@ class Span(_Parent):
         if self._output is not None:
             ev["output"] = self._output
             size += self._output_size
+        if self._input is not None and self._bodies & 4:
+            ev["input"] = self._input  # recorded after the open had left
+            size += self._input_size
         if self._error is not None:
             ev["error"] = self._error
             size += 100
+        if self.parent_span_id is None and run._trace_drops:
+            lost = run._trace_drops.pop(self.trace_id, 0)
+            if lost:
+                # Bypasses the 256 cap: a trace must never hide that it is incomplete.
+                if self._close_attrs is None:
+                    self._close_attrs = {}
+                self._close_attrs[DROPPED_SPANS_ATTRIBUTE] = lost
         if self._close_attrs:
             ev["attributes"] = self._close_attrs
-            size += _attrs_size(self._close_attrs)
+            size += 24 * len(self._close_attrs)
         if self._metrics:
             ev["metrics"] = self._metrics
             size += 40 * len(self._metrics)
@@ -219,14 +334,25 @@ class Span(_Parent):
         self._status = check_status(status)
         return self
 
-    def set_output(self, value):
-        """Sent with the close, and only under capture="preview" (redacted, bounded)."""
-        if self.capture == "preview":
+    def _record(self, bit, word, value, kind):
+        self._claim(bit, word, kind)
+        if self._state == 2:
+            warn_limited("late_body", "span %r is closed; its %s was not recorded",
+                         self.name, word)
+            return self
+        if self.capture != "preview":
+            return self
+        if bit == 2:
             self._output, self._output_size = self._body(value, "output", False)
+            return self
+        body, size = self._body(value, "input", self._state == 0)
+        self._input, self._input_size = body, size
+        if self._state == 1 and not self.run._sender.patch(self._open, "input", body, size):
+            self._bodies |= 4  # the open has left: the input rides the close
         return self
 
     def _body(self, value, which, on_open):
-        body, error = preview(value, self.run.preview_limit)
+        body, error, size = sized_preview(value, self.run.preview_limit)
         if error is not None:
             message = "%s: %s; sent as its repr" % (which, error)
             if on_open:
@@ -234,7 +360,7 @@ class Span(_Parent):
                 self._attrs["serialization_error"] = message
             else:
                 self.set_attribute("serialization_error", message)
-        return body, len(body) if type(body) is str else self.run.preview_limit
+        return body, size
 
     def record_exception(self, exc):
         """Records an exception's type, and its redacted message under preview."""
@@ -248,9 +374,21 @@ class Span(_Parent):
 
     def set_attribute(self, name, value):
         value = check_attribute(name, value)
-        if self._close_attrs is None:
-            self._close_attrs = {}
-        self._close_attrs[name] = value
+        close = self._close_attrs
+        if close is None:
+            close = self._close_attrs = {}
+        elif name in close:
+            close[name] = value
+            return self
+        if not (self._attrs and name in self._attrs):  # set on open too: counts once
+            if self._nattrs >= MAX_ATTRIBUTES:
+                self.run._count("dropped_attributes")
+                self.run._sender.say_once("attributes", "span %r: attribute %r dropped; a "
+                                          "span keeps its first %d attributes", self.name,
+                                          name, MAX_ATTRIBUTES)
+                return self
+            self._nattrs += 1
+        close[name] = value
         return self
 
     def set_attributes(self, attributes):
@@ -334,25 +472,34 @@ class RemoteParent(_Parent):
         return _carrier(self)
 
 
-class NoopSpan(_Parent):
+class NoopSpan(_Parent, _Bodies):
     """An inert span with the whole surface. Handed out when tracing is switched off,
     when a root was not sampled, or when the queue is full; everything opened under it
     is inert too, so instrumented code runs unchanged."""
 
-    __slots__ = ("run", "_token", "_prev")
-    trace_id = span_id = parent_span_id = name = kind = step = rank = thread_id = None
+    __slots__ = ("run", "name", "kind", "_lost", "_bodies", "_token", "_prev")
+    trace_id = span_id = parent_span_id = step = rank = thread_id = None
     capture = "off"
     is_recording = False
 
-    def __init__(self, run=None, attributes=None):
+    def __init__(self, run=None, attributes=None, name=None, kind=None, lost=None,
+                 inputs=None):
         if attributes:
             check_attributes(attributes)  # programming errors raise whether sampled or not
         self.run = run
+        self.name = name
+        self.kind = kind
+        self._lost = lost  # the trace this span was dropped from, for its root's count
+        self._bodies = 0 if inputs is None else 1
         self._token = self._prev = None
 
-    def span(self, name, kind="custom", *, attributes=None, **kw):
-        check_kind(kind)
-        return NoopSpan(self.run, attributes)
+    def span(self, name, kind="custom", *, attributes=None, parent_span_id=None, **kw):
+        check_open_kind(kind)
+        if parent_span_id is not None:
+            check_id(parent_span_id, "parent_span_id")
+        if self._lost is not None:
+            self.run._lost_span(self._lost, subtree=True)
+        return NoopSpan(self.run, attributes, name, kind, self._lost, kw.get("inputs"))
 
     def start(self):
         return self
@@ -375,7 +522,8 @@ class NoopSpan(_Parent):
         check_status(status)
         return self
 
-    def set_output(self, value):
+    def _record(self, bit, word, value, kind):
+        self._claim(bit, word, kind)
         return self
 
     def record_exception(self, exc):
@@ -466,13 +614,6 @@ def metric_value(key, value):
         warn_limited("nonfinite", "metric %r is %r; skipped", key, value)
         return None
     return value
-
-
-def _attrs_size(attrs):
-    size = 0
-    for k, v in attrs.items():
-        size += len(k) + (len(v) if type(v) is str else 12) + 8
-    return size
 
 
 def thread_name():

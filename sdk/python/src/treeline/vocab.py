@@ -6,6 +6,7 @@ KINDS = (
     "custom", "thought", "agent", "iteration", "function", "session",
 )
 _KIND_SET = frozenset(KINDS)
+OPEN_KINDS = _KIND_SET - {"session"}  # what a span may be opened with by hand
 
 SPAN_STATUSES = ("ok", "error", "cancelled", "truncated", "interrupted")
 _STATUS_SET = frozenset(SPAN_STATUSES)
@@ -22,6 +23,16 @@ def check_kind(kind):
         "span kind %r is not valid; valid kinds are: %s (use 'custom' when none fits)"
         % (kind, ", ".join(KINDS))
     )
+
+
+def check_open_kind(kind):
+    """A kind a span may be opened with: any but `session`, whose childless summary
+    root only `session()` writes."""
+    if kind == "session":
+        raise ValueError("kind 'session' is the summary root that treeline.session() "
+                         "writes when a session ends; it cannot be opened by hand. Wrap "
+                         "the turns in `with tl.session(...)` (or run.session(...))")
+    return check_kind(kind)
 
 
 def check_status(status):

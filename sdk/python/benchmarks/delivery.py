@@ -1,0 +1,139 @@
+"""Prints how many span events per second the SDK delivers to a real server, from the
+first span made until `flush()` returns (so the figure includes making the spans,
+encoding, compressing and the HTTP round trips, all in this one Python process).
+
+Each trace is a root and 49 children (50 spans, 100 events); it runs once with
+capture off and once with capture="preview" (small inputs and outputs on every span).
+
+    python sdk/python/benchmarks/delivery.py [--url URL | --bin PATH] [--traces N]
+        [--capture off|preview|both] [--compression auto|zstd|gzip|none] [--profile]
+
+It also prints the CPU time this process spent per event (the training loop's share
+and the sender's), which says what the SDK could deliver with a server that keeps up:
+on a busy machine the server is often the slower side.
+
+Without --url, it starts `PATH serve` (--bin, else $TREELINE_BIN) on a free port with
+a temporary data directory, and stops it at the end. With --profile, it prints where
+the time went (cProfile, sorted by own time) after each run.
+"""
+
+import argparse
+import cProfile
+import json
+import os
+import pstats
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import treeline as tl
+
+SPANS_PER_TRACE = 50
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(binary):
+    data = tempfile.mkdtemp(prefix="treeline-bench-")
+    port = free_port()
+    log = open(os.path.join(data, "server.log"), "wb")
+    proc = subprocess.Popen([binary, "serve", "--addr", "127.0.0.1:%d" % port,
+                             "--data-dir", data], stdout=log, stderr=subprocess.STDOUT)
+    url = "http://127.0.0.1:%d" % port
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1):
+                return proc, url, data
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    sys.exit("the server did not start; see %s" % log.name)
+
+
+def workload(run, traces, capture):
+    preview = capture == "preview"
+    for i in range(traces):
+        with run.trace("rollout", kind="rollout", step=i, capture=capture,
+                       inputs={"episode": i} if preview else None) as root:
+            for j in range(SPANS_PER_TRACE - 1):
+                with root.span("env.step", kind="env_step",
+                               inputs={"obs": [0.1, 0.2, 0.3, j]} if preview else None) as s:
+                    if preview:
+                        s.set_output({"action": j & 1, "p": 0.5})
+
+
+def measure(url, traces, capture, profile, compression="auto"):
+    spool = tempfile.mkdtemp(prefix="treeline-bench-spool-")
+    run = tl.init("bench", name="delivery %s" % capture, url=url, spool_dir=spool,
+                  finish_on_exit=False, compression=compression)
+    workload(run, 20, capture)  # warm up: connection, imports, the run's PUT
+    run.flush()
+    prof = cProfile.Profile() if profile else None
+    if prof:
+        prof.enable()
+    cpu = time.process_time()
+    t = time.perf_counter()
+    workload(run, traces, capture)
+    made = time.perf_counter() - t
+    assert run.flush(600), "not everything was delivered"
+    total = time.perf_counter() - t
+    cpu = time.process_time() - cpu
+    if prof:
+        prof.disable()
+    counters = run.counters()
+    run.finish()
+    with urllib.request.urlopen("%s/api/runs/%s" % (url, run.run_id)) as resp:
+        stored = json.load(resp)["trace_count"]
+    assert stored == traces + 20, "the server holds %d traces, not %d" % (stored, traces + 20)
+    shutil.rmtree(spool, ignore_errors=True)
+    events = traces * SPANS_PER_TRACE * 2
+    print("capture=%-7s %8d events in %.2f s: %7.0f events/s delivered until flushed "
+          "(spans made at %.0f spans/s; this process used %.1f us of CPU per event, "
+          "all threads: %.0f events/s if the server kept up)%s"
+          % (capture, events, total, events / total, events / 2 / made, cpu / events * 1e6,
+             events / cpu, "" if not counters.get("dropped_spans") else
+             "; DROPPED %d spans" % counters["dropped_spans"]))
+    if prof:
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(18)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", help="a running server (default: start one)")
+    parser.add_argument("--bin", default=os.environ.get("TREELINE_BIN"),
+                        help="the treeline executable to start (default: $TREELINE_BIN)")
+    parser.add_argument("--traces", type=int, default=2000)
+    parser.add_argument("--capture", choices=("off", "preview", "both"), default="both")
+    parser.add_argument("--compression", default="auto",
+                        choices=("auto", "zstd", "gzip", "none"))
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    proc = data = None
+    url = args.url
+    if url is None:
+        if not args.bin:
+            sys.exit("give --url of a running server, or --bin (or $TREELINE_BIN) to start one")
+        proc, url, data = start_server(args.bin)
+    try:
+        print("compression: %s" % (tl.compression() if args.compression == "auto"
+                                   else args.compression))
+        for capture in (("off", "preview") if args.capture == "both" else (args.capture,)):
+            measure(url, args.traces, capture, args.profile, args.compression)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(10)
+            shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
