@@ -55,7 +55,10 @@ async fn sqlite_schema() -> Schema {
         .expect("indexes");
         for index in indexes {
             let cols: Vec<String> =
-                sqlx::query_scalar("SELECT name FROM pragma_index_info(?) ORDER BY seqno")
+                // An expression (`lower(trace_id)`) has no column name on either side.
+                sqlx::query_scalar(
+                    "SELECT COALESCE(name, '(expr)') FROM pragma_index_info(?) ORDER BY seqno",
+                )
                     .bind(&index)
                     .fetch_all(&mut conn)
                     .await
@@ -90,13 +93,13 @@ async fn postgres_schema() -> Schema {
     }
     let indexes = sqlx::query(
         "SELECT i.relname::text AS index, t.relname::text AS tbl, x.indisprimary AS pk,
-                string_agg(a.attname::text, ',' ORDER BY k.ord) AS cols
+                string_agg(COALESCE(a.attname::text, '(expr)'), ',' ORDER BY k.ord) AS cols
            FROM pg_index x
            JOIN pg_class i ON i.oid = x.indexrelid
            JOIN pg_class t ON t.oid = x.indrelid
            JOIN pg_namespace n ON n.oid = t.relnamespace
            CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
-           JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
+           LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
           WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations'
             AND (x.indisprimary OR NOT EXISTS
                  (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid))
