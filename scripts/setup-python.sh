@@ -21,6 +21,8 @@ REQUIREMENTS=(
   "opentelemetry-sdk==1.45.1"
   "opentelemetry-exporter-otlp-proto-http==1.45.1"
   "opentelemetry-exporter-otlp-json-http==0.66b1"
+  # So that the SDK's zstd path is tested (below Python 3.14 it needs this package).
+  "zstandard==0.25.0"
 )
 SDK=$ROOT/sdk/python
 STAMP=$PY_VENV/treeline-stamp
