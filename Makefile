@@ -120,6 +120,6 @@ clean:
 ## help: list the targets and the variables that steer them (needs nothing installed)
 help:
 	@awk '/^## [A-Za-z0-9_-]+: / { line = substr($$0, 4); i = index(line, ": "); \
-	  printf "  \033[1m%-10s\033[0m %s\n", substr(line, 1, i - 1), substr(line, i + 2) }' $(firstword $(MAKEFILE_LIST))
+	  printf "  \033[1m%-12s\033[0m %s\n", substr(line, 1, i - 1), substr(line, i + 2) }' $(firstword $(MAKEFILE_LIST))
 	@printf '\nVariables (make VAR=value):\n  ADDR=%s  DATA_DIR=%s\n  TOOLS_DIR=%s\n  PY_VENV=%s\n' \
 	  '$(ADDR)' '$(DATA_DIR)' '$(TOOLS_DIR)' '$(PY_VENV)'
