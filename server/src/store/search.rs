@@ -2,12 +2,14 @@
 //! term matches a trace whose name contains it or whose trace, rollout or thread id
 //! starts with it, case ignored as the database's LIKE ignores it. The names that
 //! contain it come from `trace_names` (a project's distinct names: hundreds of rows,
-//! not millions), the ids that start with it from the prefix indexes. A term that matches nothing ends
-//! the query at once; one that matches a few names or ids becomes a list of them.
+//! not millions), the ids that start with it from the prefix indexes. A term that
+//! matches nothing ends the query at once; one that matches a few names or ids
+//! becomes a list of them.
 
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::{self, DbRow};
+use super::statements::push_values;
 use super::{StoreResult, TraceQuery};
 
 /// Names or traces listed per term at most; past it, the term is tested on each
@@ -125,10 +127,17 @@ fn push_scope<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery, by_ru
     }
 }
 
-/// ` AND` the condition of each resolved term on `t`, the traces table.
+/// ` AND` the condition of each resolved term on `t`, the traces table, except the
+/// driver's (see [`driver`]): its join already holds the list to those traces.
 pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<'a>]) {
     let like = DB::LIKE_ANY_CASE;
+    let driver = driver(terms);
     for term in terms {
+        if let (Term::Listed { traces, .. }, Some(d)) = (term, driver) {
+            if std::ptr::eq(traces.as_slice(), d) {
+                continue;
+            }
+        }
         q.push(" AND (");
         match term {
             Term::Pattern(term) => {
@@ -152,11 +161,8 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                 }
                 if !traces.is_empty() {
                     q.push(if names.is_empty() { "" } else { " OR " });
-                    q.push("(t.run_id, t.trace_id) IN (VALUES ");
-                    for (i, (run_id, trace_id)) in traces.iter().enumerate() {
-                        q.push(if i == 0 { "(" } else { ", (" });
-                        q.bind(run_id).push(", ").bind(trace_id).push(")");
-                    }
+                    q.push("(t.run_id, t.trace_id) IN (");
+                    push_keys(q, traces);
                     q.push(")");
                 }
             }
@@ -183,13 +189,17 @@ fn driver<'a>(terms: &'a [Term<'a>]) -> Option<&'a [(String, String)]> {
 /// (see [`driver`]), at the start of the FROM clause; nothing otherwise.
 pub(super) fn push_driver<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<'a>]) {
     if let Some(traces) = driver(terms) {
-        q.push("(VALUES ");
-        for (i, (run_id, trace_id)) in traces.iter().enumerate() {
-            q.push(if i == 0 { "(" } else { ", (" });
-            q.bind(run_id).push(", ").bind(trace_id).push(")");
-        }
+        q.push("(");
+        push_keys(q, traces);
         q.push(") AS k CROSS JOIN ");
     }
+}
+
+/// `VALUES (run_id, trace_id), …` of `traces`.
+fn push_keys<'a, DB: Dialect>(q: &mut Sql<'a, DB>, traces: &'a [(String, String)]) {
+    push_values(q, traces, |(run_id, trace_id)| {
+        [run_id.into(), trace_id.into()]
+    });
 }
 
 /// ` AND` the join of `alias` (a table with `run_id` and `trace_id`) to the driver's

@@ -12,7 +12,7 @@ use super::IdempotencyRecord;
 use crate::ingest::{Adoption, RunDelta, SpanWrite, StepDelta, TraceWrite};
 
 /// `VALUES (…), (…)`: one row of arguments per item.
-fn push_values<'a, DB: Dialect, I: IntoIterator, const N: usize>(
+pub(super) fn push_values<'a, DB: Dialect, I: IntoIterator, const N: usize>(
     q: &mut Sql<'a, DB>,
     items: I,
     row: impl Fn(I::Item) -> [Arg<'a>; N],
