@@ -185,3 +185,25 @@ test("an open running trace refreshes in place, keeping selection and scroll", a
   await scroller.evaluate((el) => { el.scrollTop = 0; });
   await expect(tree.getByRole("treeitem", { name: /live rollout/ }).locator(".dot.status-ok")).toBeVisible();
 });
+
+test("a trace that lost spans says so in the list, the tree and the inspector", async ({ page, request }) => {
+  // What the Python SDK sends when its queue filled: the root counts what it dropped.
+  await sendEvents(request, RUN, [
+    open("lossy", "root", null, "lossy rollout", "rollout", 5000),
+    open("lossy", "kept", "root", "env step kept", "env_step", 5001),
+    close("lossy", "kept", "ok", 5002),
+    close("lossy", "root", "ok", 5010, { attributes: { "treeline.dropped_spans": 23 } }),
+  ]);
+  await page.goto(`/traces?run_id=${RUN}&q=lossy`);
+  const row = page.getByRole("list", { name: "Traces", exact: true }).getByRole("link", { name: /lossy rollout/ });
+  await expect(row).toContainText("23 spans lost");
+  await row.click();
+  await expect(page).toHaveURL(/trace_id=lossy/);
+  await expect(page.locator(".tree-pane .pane-head")).toContainText("23 spans lost");
+  const inspector = page.getByRole("complementary", { name: "Span inspector" });
+  await expect(inspector).toContainText("23 spans lost: the SDK dropped these spans");
+  // A trace that lost nothing shows no such count.
+  await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
+  await expect(page.getByRole("tree")).toBeVisible();
+  await expect(page.getByText(/spans? lost/)).toHaveCount(0);
+});

@@ -28,6 +28,10 @@ enum Command {
     Serve(ServeArgs),
     /// Create, list and revoke API keys (a running server sees changes at once).
     Keys(crate::keys::KeysArgs),
+    /// Write a run's spans (bodies included) as JSON lines, one span a line.
+    Export(crate::transfer::ExportArgs),
+    /// Send spans written by `export` to a server.
+    Import(crate::transfer::ImportArgs),
     /// Measure the server and print the figures.
     #[cfg(feature = "devtools")]
     #[command(subcommand)]
@@ -135,6 +139,8 @@ pub fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
         Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
+        Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
+        Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
         #[cfg(feature = "devtools")]

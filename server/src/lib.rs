@@ -14,3 +14,4 @@ pub mod otlp;
 pub mod serve;
 pub mod ssr;
 pub mod store;
+pub mod transfer;

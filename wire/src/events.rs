@@ -78,6 +78,9 @@ pub struct OpenEvent {
     pub ts: i64,
     pub step: Option<i64>,
     pub rank: Option<i64>,
+    /// The span's place among its siblings, as the client created them; the server
+    /// numbers spans in arrival order when it is absent.
+    pub ordinal: Option<i64>,
     pub thread_id: Option<String>,
     pub attributes: Map<String, Value>,
     pub input: Option<Body>,
@@ -202,6 +205,7 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     ts,
                     step: opt_non_negative(obj, "step")?,
                     rank: opt_non_negative(obj, "rank")?,
+                    ordinal: opt_non_negative(obj, "ordinal")?,
                     thread_id,
                     attributes: attributes(obj, &mut warnings)?,
                     input: obj

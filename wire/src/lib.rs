@@ -9,6 +9,7 @@ pub mod routes;
 
 mod dates;
 mod events;
+mod export;
 mod ids;
 mod kinds;
 mod metrics;
@@ -18,6 +19,7 @@ mod session;
 
 pub use dates::{civil_date, days_from_civil};
 pub use events::*;
+pub use export::*;
 pub use ids::*;
 pub use kinds::*;
 pub use metrics::*;

@@ -31,6 +31,19 @@ pub struct TraceSummary {
     pub attributes: Map<String, Value>,
 }
 
+/// The root attribute in which an SDK counts the spans of a trace it had to drop
+/// (its queue was full), so that an incomplete trace says so.
+pub const DROPPED_SPANS_ATTRIBUTE: &str = "treeline.dropped_spans";
+
+/// How many spans an SDK dropped, read from a root's attributes: `None` for none.
+pub fn dropped_spans(attributes: &Map<String, Value>) -> Option<i64> {
+    attributes
+        .get(DROPPED_SPANS_ATTRIBUTE)
+        .and_then(Value::as_f64)
+        .filter(|n| *n >= 1.0)
+        .map(|n| n.min(i64::MAX as f64) as i64)
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TraceWindow {
     pub since_us: Option<i64>,
@@ -60,6 +73,9 @@ pub struct SpanNode {
     pub error_count: i64,
     pub token_count: Option<i64>,
     pub orphan: bool,
+    /// Creation order among siblings; children list by it.
+    #[serde(default)]
+    pub ordinal: i64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

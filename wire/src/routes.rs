@@ -21,6 +21,8 @@ pub const RUN_TRACE_ATTRIBUTES: &str = "/runs/{run_id}/traces/attributes";
 pub const TRACE: &str = "/runs/{run_id}/traces/{trace_id}";
 pub const SPANS: &str = "/runs/{run_id}/traces/{trace_id}/spans";
 pub const SPAN: &str = "/runs/{run_id}/traces/{trace_id}/spans/{span_id}";
+/// A run's spans, one JSON line each, bodies included.
+pub const RUN_EXPORT: &str = "/runs/{run_id}/export";
 /// Who the caller is (the dashboard shows it, with a way to sign out).
 pub const SESSION: &str = "/session";
 
@@ -41,6 +43,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", TRACE),
     ("GET", SPANS),
     ("GET", SPAN),
+    ("GET", RUN_EXPORT),
     ("GET", SESSION),
 ];
 

@@ -19,6 +19,19 @@ pub fn kinds(t: &treeline_wire::TraceSummary) -> String {
         .join(" · ")
 }
 
+/// What an SDK said it dropped from a trace.
+pub fn dropped(n: i64) -> String {
+    if n == 1 {
+        "1 span lost".into()
+    } else {
+        format!("{n} spans lost")
+    }
+}
+
+/// Why a trace can be missing spans, for the count's tooltip.
+pub const DROPPED_TITLE: &str =
+    "the SDK dropped these spans because its queue was full; the tree is incomplete";
+
 /// A duration in microseconds, in the largest unit that keeps it short.
 pub fn duration(us: i64) -> String {
     let us = us.max(0);

@@ -160,6 +160,38 @@ impl Client {
         payload: Vec<u8>,
         key: Option<String>,
     ) -> Result<T, ClientError> {
+        let response = self.respond(method, path, payload, key).await?;
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| ClientError::Unreachable {
+                attempts: 1,
+                last: e.to_string(),
+            })?;
+        serde_json::from_slice(&bytes).map_err(|e| ClientError::Api {
+            status: status.as_u16(),
+            code: "invalid_response".into(),
+            message: e.to_string(),
+        })
+    }
+
+    /// GETs an API path and hands back the successful response unread, for an answer
+    /// to stream (an export).
+    pub async fn get_response(&self, path: &str) -> Result<reqwest::Response, ClientError> {
+        self.respond(reqwest::Method::GET, path, Vec::new(), None)
+            .await
+    }
+
+    /// Sends the request, retrying transient failures, until a success (returned
+    /// unread) or an error that retrying will not fix.
+    async fn respond(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        payload: Vec<u8>,
+        key: Option<String>,
+    ) -> Result<reqwest::Response, ClientError> {
         let url = format!("{}{path}", self.base);
         let mut last = String::new();
         // A server that sheds load says when to come back (Retry-After, seconds).
@@ -187,25 +219,15 @@ impl Client {
                 Err(e) => last = e.to_string(),
                 Ok(response) => {
                     let status = response.status();
-                    asked_wait = retry_after(response.headers());
-                    let bytes = response
-                        .bytes()
-                        .await
-                        .map_err(|e| ClientError::Unreachable {
-                            attempts: attempt + 1,
-                            last: e.to_string(),
-                        })?;
                     if status.is_success() {
-                        return serde_json::from_slice(&bytes).map_err(|e| ClientError::Api {
-                            status: status.as_u16(),
-                            code: "invalid_response".into(),
-                            message: e.to_string(),
-                        });
+                        return Ok(response);
                     }
+                    asked_wait = retry_after(response.headers());
                     if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
                         last = format!("{status}");
                         continue;
                     }
+                    let bytes = response.bytes().await.unwrap_or_default();
                     let error: Option<ErrorBody> = serde_json::from_slice(&bytes).ok();
                     let (code, message) = error
                         .map(|e| (e.error.code, e.error.message))

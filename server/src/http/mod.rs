@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod body;
 pub mod error;
+mod export;
 pub mod guard;
 pub mod ingest;
 pub mod query;

@@ -35,6 +35,7 @@ pub fn router() -> Router<AppState> {
         .route(routes::SPANS, get(spans))
         .route(routes::SPAN, get(span))
         .route(routes::RUN_TRACE_ATTRIBUTES, get(attributes))
+        .route(routes::RUN_EXPORT, get(super::export::export))
         .route(routes::SESSION, get(session))
 }
 
@@ -52,13 +53,13 @@ async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
 
 /// Query parameters, parsed leniently so that every problem is ours to word. A
 /// repeated name keeps its last value, except where [`Params::all`] asks for each.
-struct Params {
+pub(super) struct Params {
     last: HashMap<String, String>,
     pairs: Vec<(String, String)>,
 }
 
 impl Params {
-    fn new(raw: Option<String>) -> Self {
+    pub(super) fn new(raw: Option<String>) -> Self {
         let pairs: Vec<(String, String)> =
             form_urlencoded::parse(raw.unwrap_or_default().as_bytes())
                 .filter(|(_, v)| !v.is_empty())
@@ -78,7 +79,7 @@ impl Params {
             .map(|(_, v)| v.as_str())
     }
 
-    fn text(&self, name: &str) -> Option<&str> {
+    pub(super) fn text(&self, name: &str) -> Option<&str> {
         self.last.get(name).map(String::as_str)
     }
 
@@ -92,7 +93,7 @@ impl Params {
             .transpose()
     }
 
-    fn non_negative(&self, name: &str) -> ApiResult<Option<i64>> {
+    pub(super) fn non_negative(&self, name: &str) -> ApiResult<Option<i64>> {
         match self.int(name)? {
             Some(v) if v < 0 => Err(ApiError::bad(
                 "invalid_parameter",
@@ -168,7 +169,11 @@ async fn run(
 }
 
 /// The run, if the caller sees it: 404 `run_not_found` otherwise.
-async fn find_run(state: &AppState, who: &Principal, run_id: &str) -> ApiResult<RunDetail> {
+pub(super) async fn find_run(
+    state: &AppState,
+    who: &Principal,
+    run_id: &str,
+) -> ApiResult<RunDetail> {
     state
         .store
         .reads()
@@ -238,7 +243,7 @@ async fn run_traces(
 }
 
 /// Parses the list filters of docs/api.md into a [`TraceQuery`].
-fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
+pub(super) fn trace_query(p: &Params, run_id: Option<String>) -> ApiResult<TraceQuery> {
     if let Some(id) = &run_id {
         check_id(id, "run_id")?;
     }
@@ -401,7 +406,7 @@ async fn steps(
 }
 
 /// The trace, if the caller sees it: 404 `run_not_found` or `trace_not_found`.
-async fn find_trace(
+pub(super) async fn find_trace(
     state: &AppState,
     who: &Principal,
     run_id: &str,

@@ -20,6 +20,12 @@ pub trait Loader {
         keys: &[(String, String)],
     ) -> Result<Vec<SpanState>, Self::Error>;
     async fn load_traces(&mut self, trace_ids: &[String]) -> Result<Vec<TraceState>, Self::Error>;
+    /// The names of a stored span's attributes (none if it is not stored).
+    async fn load_attribute_names(
+        &mut self,
+        trace_id: &str,
+        span_id: &str,
+    ) -> Result<Vec<String>, Self::Error>;
 }
 
 /// One span row to upsert: its full new state plus what to merge into the stored
@@ -27,6 +33,8 @@ pub trait Loader {
 #[derive(Debug)]
 pub struct SpanWrite {
     pub state: SpanState,
+    /// The attribute count the span had when loaded: names stored before this batch.
+    pub stored_attrs: i64,
     pub attributes: Map<String, Value>,
     pub metrics: Map<String, Value>,
     pub links: Vec<SpanLink>,
@@ -169,6 +177,7 @@ impl<L: Loader> Batch<'_, L> {
         self.spans.insert(
             key,
             SpanWrite {
+                stored_attrs: state.attr_count,
                 state,
                 attributes: Map::new(),
                 metrics: Map::new(),
@@ -204,6 +213,7 @@ impl<L: Loader> Batch<'_, L> {
 
     async fn open(&mut self, index: usize, open: OpenEvent) -> Result<(), L::Error> {
         let (trace_id, span_id) = (open.trace_id.clone(), open.span_id.clone());
+        let key = (trace_id.clone(), span_id.clone());
         let parent_step = match &open.parent_span_id {
             Some(p) => self.span(&trace_id, p).state.step,
             None => None,
@@ -224,7 +234,8 @@ impl<L: Loader> Batch<'_, L> {
         s.step = open.step.or(parent_step);
         s.rank = open.rank;
         s.thread_id = open.thread_id;
-        let (attributes, warning) = merge_attributes(span, open.attributes, index);
+        let (attributes, warning) = self.merge_attributes(&key, open.attributes, index).await?;
+        let span = self.span(&trace_id, &span_id);
         // The last input that arrived wins: one may also ride the close.
         if open.input.is_some() {
             span.input = open.input;
@@ -241,9 +252,12 @@ impl<L: Loader> Batch<'_, L> {
 
         // Hang the span under its parent, and carry up the errors it already holds.
         let mut tree_parent = String::new();
+        let mut ordinal = open.ordinal.unwrap_or(0);
         if let Some(p) = &state.parent_span_id {
             let parent = self.span(&trace_id, p);
-            parent.state.child_count += 1;
+            // Without the client's order, siblings take their order of arrival.
+            ordinal = open.ordinal.unwrap_or(parent.state.child_count);
+            parent.state.child_count = parent.state.child_count.saturating_add(1);
             if parent.state.has_open {
                 tree_parent = p.clone();
             }
@@ -252,7 +266,9 @@ impl<L: Loader> Batch<'_, L> {
                 self.propagate_errors(&trace_id, p, pending).await?;
             }
         }
-        self.span(&trace_id, &span_id).state.tree_parent = Some(tree_parent);
+        let s = &mut self.span(&trace_id, &span_id).state;
+        s.tree_parent = Some(tree_parent);
+        s.ordinal = ordinal;
 
         let trace = self.trace(&trace_id);
         let t = &mut trace.state;
@@ -285,6 +301,7 @@ impl<L: Loader> Batch<'_, L> {
 
     async fn close(&mut self, index: usize, close: CloseEvent) -> Result<(), L::Error> {
         let (trace_id, span_id) = (close.trace_id.clone(), close.span_id.clone());
+        let key = (trace_id.clone(), span_id.clone());
         let span = self.span(&trace_id, &span_id);
         if span.state.has_close {
             let message = format!("span {span_id} was already closed; this close was ignored");
@@ -298,7 +315,8 @@ impl<L: Loader> Batch<'_, L> {
         s.status = close.status;
         s.end_us = Some(close.ts);
         s.token_count = close.token_count;
-        let (attributes, warning) = merge_attributes(span, close.attributes, index);
+        let (attributes, warning) = self.merge_attributes(&key, close.attributes, index).await?;
+        let span = self.span(&trace_id, &span_id);
         span.metrics.extend(close.metrics);
         span.links.extend(close.links);
         if close.input.is_some() {
@@ -330,6 +348,59 @@ impl<L: Loader> Batch<'_, L> {
                 .saturating_add(state.token_count.unwrap_or(0));
         }
         Ok(())
+    }
+
+    /// Adds `incoming` to the span's attributes, keeping the first 256 names in the
+    /// order they were set; a name set again (on the close, say) counts once.
+    async fn merge_attributes(
+        &mut self,
+        key: &Key,
+        incoming: Map<String, Value>,
+        index: usize,
+    ) -> Result<(Map<String, Value>, Option<Warning>), L::Error> {
+        let span = self
+            .spans
+            .get(key)
+            .expect("the event's span is in the batch");
+        let fresh = |name: &String| !span.attributes.contains_key(name);
+        let new_names = incoming.keys().filter(|n| fresh(n)).count() as i64;
+        let mut known: Option<HashSet<String>> = None;
+        if span.state.attr_count.saturating_add(new_names) > MAX_ATTRIBUTES as i64 {
+            // Near the limit the count must be exact: names stored by earlier batches
+            // may be among the incoming ones. Rare, so it may cost a read.
+            let mut names: HashSet<String> = span.attributes.keys().cloned().collect();
+            if span.stored_attrs > 0 {
+                let stored = self.loader.load_attribute_names(&key.0, &key.1).await?;
+                names.extend(stored);
+            }
+            known = Some(names);
+        }
+        let span = self
+            .spans
+            .get_mut(key)
+            .expect("the event's span is in the batch");
+        let Some(mut names) = known else {
+            span.state.attr_count += new_names;
+            span.attributes.extend(incoming.clone());
+            return Ok((incoming, None));
+        };
+        let mut kept = Map::new();
+        let mut dropped = 0usize;
+        for (name, value) in incoming {
+            if names.contains(&name) || names.len() < MAX_ATTRIBUTES {
+                names.insert(name.clone());
+                kept.insert(name, value);
+            } else {
+                dropped += 1;
+            }
+        }
+        span.state.attr_count = names.len() as i64;
+        span.attributes.extend(kept.clone());
+        let warning = (dropped > 0).then(|| Warning {
+            index,
+            message: format!("{dropped} attributes past the first {MAX_ATTRIBUTES} were dropped"),
+        });
+        Ok((kept, warning))
     }
 
     /// Adds `n` to the error count of `span_id` and every ancestor known so far.
@@ -404,24 +475,6 @@ fn count(plan: &mut Plan, activity: Activity, sign: i64) {
         }
         None => plan.run.unstepped += sign,
     }
-}
-
-/// Adds `incoming` to the span's attributes, keeping the first 256 in all.
-fn merge_attributes(
-    span: &mut SpanWrite,
-    incoming: Map<String, Value>,
-    index: usize,
-) -> (Map<String, Value>, Option<Warning>) {
-    let room = (MAX_ATTRIBUTES as i64 - span.state.attr_count).max(0) as usize;
-    let dropped = incoming.len().saturating_sub(room);
-    let kept: Map<String, Value> = incoming.into_iter().take(room).collect();
-    let warning = (dropped > 0).then(|| Warning {
-        index,
-        message: format!("{dropped} attributes past the first {MAX_ATTRIBUTES} were dropped"),
-    });
-    span.state.attr_count += kept.len() as i64;
-    span.attributes.extend(kept.clone());
-    (kept, warning)
 }
 
 fn lift_root_attributes(trace: &mut TraceWrite, attributes: &Map<String, Value>) {

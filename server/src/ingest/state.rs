@@ -17,6 +17,8 @@ pub struct SpanState {
     pub end_us: Option<i64>,
     pub step: Option<i64>,
     pub rank: Option<i64>,
+    /// Place among siblings: the client's, or the parent's child count on arrival.
+    pub ordinal: i64,
     pub thread_id: Option<String>,
     pub has_open: bool,
     pub has_close: bool,
@@ -41,6 +43,7 @@ impl SpanState {
             end_us: None,
             step: None,
             rank: None,
+            ordinal: 0,
             thread_id: None,
             has_open: false,
             has_close: false,

@@ -1,6 +1,7 @@
 //! Exporters send a batch in the order spans ended, children before their parents.
 //! The store resolves what a child inherits (its step) when the child's open is
-//! applied, so within one export parents are applied first.
+//! applied, so within one export parents are applied first. Siblings are numbered
+//! in the order they are applied, so within one export they go by start time.
 
 use std::collections::HashMap;
 
@@ -10,7 +11,7 @@ use treeline_wire::SpanEvent;
 pub type Pair = [(usize, SpanEvent); 2];
 
 /// Orders `pairs` so that every span follows its parent when the parent is in the
-/// same list; otherwise the order is kept. Linear, and safe against parent cycles.
+/// same list, and spans of one depth go by start time; otherwise the order is kept. Linear, and safe against parent cycles.
 pub fn parents_first(pairs: Vec<Pair>) -> Vec<Pair> {
     let key = |pair: &Pair| {
         (
@@ -60,7 +61,11 @@ pub fn parents_first(pairs: Vec<Pair>) -> Vec<Pair> {
         .map(|d| d.unwrap_or(0))
         .zip(pairs)
         .collect();
-    ordered.sort_by_key(|(d, _)| *d);
+    let start = |pair: &Pair| match &pair[0].1 {
+        SpanEvent::Open(open) => open.ts,
+        SpanEvent::Close(_) => 0,
+    };
+    ordered.sort_by_key(|(d, pair)| (*d, start(pair)));
     ordered.into_iter().map(|(_, pair)| pair).collect()
 }
 

@@ -14,6 +14,9 @@ pub struct Cursor {
     /// The sort value when it is a number that is not an integer (an attribute's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub number: Option<f64>,
+    /// An integer key sorted before `value` (a span's ordinal among its siblings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lead: Option<i64>,
 }
 
 impl Cursor {

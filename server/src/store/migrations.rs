@@ -34,6 +34,11 @@ const SQLITE: Embedded = Embedded(&[
         "search",
         include_str!("../../migrations/sqlite/0004_search.sql"),
     ),
+    (
+        5,
+        "sibling order",
+        include_str!("../../migrations/sqlite/0005_sibling_order.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -56,6 +61,11 @@ const POSTGRES: Embedded = Embedded(&[
         4,
         "search",
         include_str!("../../migrations/postgres/0004_search.sql"),
+    ),
+    (
+        5,
+        "sibling order",
+        include_str!("../../migrations/postgres/0005_sibling_order.sql"),
     ),
 ]);
 

@@ -62,6 +62,15 @@ pub trait Reads: Send + Sync {
         trace_id: &str,
         span_id: &str,
     ) -> StoreResult<Option<SpanDetail>>;
+    /// One page of a trace's opened spans with their bodies, in start order (start
+    /// time, then id), for export; the cursor of the next page if more follow.
+    async fn export_spans(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<(Vec<SpanDetail>, Option<String>)>;
     /// The root-attribute keys of the run's traces, by type, most common first: at
     /// most `MAX_ATTRIBUTE_KEYS`, each with its range or its most common values.
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys>;
@@ -88,6 +97,8 @@ pub(super) struct Keyset<'k> {
     /// The tail of an attribute sort: the cursor's `number` only marks it, and the
     /// columns hold its `value` (the update time), `a` and `b`.
     pub tail: bool,
+    /// The first column holds the cursor's `lead`, ahead of its `value` and ids.
+    pub lead: bool,
 }
 
 impl<DB: Dialect> Reader<DB> {
@@ -120,12 +131,15 @@ impl<DB: Dialect> Reader<DB> {
         };
         if let Some(c) = cursor {
             q.push(format!(" AND ({}) {cmp} (", order.columns.join(", ")));
+            if order.lead {
+                q.bind(c.lead.unwrap_or(0)).push(", ");
+            }
             match c.number {
                 Some(n) if !order.tail => q.bind(n),
                 _ => q.bind(c.value),
             };
             q.push(", ").bind(&c.a);
-            if order.columns.len() > 2 {
+            if order.columns.len() > 2 + usize::from(order.lead) {
                 q.push(", ").bind(&c.b);
             }
             q.push(")");
@@ -196,6 +210,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
             columns: &["start_us", "run_id"],
             descending: true,
             tail: false,
+            lead: false,
         };
         let (runs, next_cursor) = self
             .page(q, order, (cursor, limit), rows::run_summary, |r| Cursor {
@@ -203,6 +218,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 a: r.run_id.clone(),
                 b: String::new(),
                 number: None,
+                lead: None,
             })
             .await?;
         Ok(RunList { runs, next_cursor })
@@ -328,10 +344,12 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .bind(trace_id)
             .push(" AND s.tree_parent = ")
             .bind(parent.unwrap_or(""));
+        // Creation order; spans without one (ordinal 0) fall back to start order.
         let order = Keyset {
-            columns: &["s.start_us", "s.span_id"],
+            columns: &["s.ordinal", "s.start_us", "s.span_id"],
             descending: false,
             tail: false,
+            lead: true,
         };
         let (spans, next_cursor) = self
             .page(q, order, (cursor, limit), rows::span_node, |s| Cursor {
@@ -339,9 +357,42 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 a: s.span_id.clone(),
                 b: String::new(),
                 number: None,
+                lead: Some(s.ordinal),
             })
             .await?;
         Ok(SpanPage { spans, next_cursor })
+    }
+
+    async fn export_spans(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        limit: usize,
+        cursor: Option<&Cursor>,
+    ) -> StoreResult<(Vec<SpanDetail>, Option<String>)> {
+        let mut q = Sql::new(format!(
+            "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
+            rows::SPAN_BODY_COLUMNS
+        ));
+        q.bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(" AND s.has_open");
+        let order = Keyset {
+            columns: &["s.start_us", "s.span_id"],
+            descending: false,
+            tail: false,
+            lead: false,
+        };
+        let read = |r: &DB::Row| rows::span_detail(r, run_id, trace_id, Vec::new());
+        self.page(q, order, (cursor, limit), read, |s| Cursor {
+            value: s.node.start_us,
+            a: s.node.span_id.clone(),
+            b: String::new(),
+            number: None,
+            lead: None,
+        })
+        .await
     }
 
     async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {

@@ -67,12 +67,13 @@ pub(super) const RUN_COLUMNS: &str =
 
 pub(super) const SPAN_STATE_COLUMNS: &str =
     "s.trace_id, s.span_id, s.parent_span_id, s.tree_parent, \
-     s.name, s.kind, s.status, s.start_us, s.end_us, s.step, s.rank, s.thread_id, s.has_open, \
+     s.name, s.kind, s.status, s.start_us, s.end_us, s.step, s.rank, s.ordinal, s.thread_id, s.has_open, \
      s.has_close, s.child_count, s.error_count, s.token_count, s.attr_count";
 
 pub(super) const SPAN_NODE_COLUMNS: &str =
     "s.span_id, s.parent_span_id, s.tree_parent, s.name, s.kind, \
-     s.status, s.start_us, s.end_us, s.step, s.rank, s.child_count, s.error_count, s.token_count";
+     s.status, s.start_us, s.end_us, s.step, s.rank, s.ordinal, s.child_count, s.error_count, \
+     s.token_count";
 
 pub(super) const SPAN_BODY_COLUMNS: &str =
     "s.thread_id, s.attributes, s.metrics, s.links, s.input, \
@@ -133,6 +134,7 @@ pub(super) fn span_state(r: &impl DbRow) -> StoreResult<SpanState> {
         end_us: r.int("end_us")?,
         step: r.int("step")?,
         rank: r.int("rank")?,
+        ordinal: r.req_int("ordinal")?,
         thread_id: r.text("thread_id")?,
         has_open: r.flag("has_open")?,
         has_close: r.flag("has_close")?,
@@ -218,6 +220,7 @@ pub(super) fn span_node(r: &impl DbRow) -> StoreResult<SpanNode> {
         error_count: r.req_int("error_count")?,
         token_count: r.int("token_count")?,
         orphan,
+        ordinal: r.req_int("ordinal")?,
     })
 }
 

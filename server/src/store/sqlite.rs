@@ -149,6 +149,22 @@ impl Loader for SqliteLoader<'_, '_> {
         .await?;
         rows.iter().map(rows::trace_state).collect()
     }
+
+    async fn load_attribute_names(
+        &mut self,
+        trace_id: &str,
+        span_id: &str,
+    ) -> StoreResult<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT a.key FROM spans s, json_each(s.attributes) AS a
+              WHERE s.run_id = ?1 AND s.trace_id = ?2 AND s.span_id = ?3",
+        )
+        .bind(self.run_id)
+        .bind(trace_id)
+        .bind(span_id)
+        .fetch_all(&mut **self.tx)
+        .await?)
+    }
 }
 
 /// Upserts a plan's spans in multi-row statements of up to `SPAN_CHUNK` rows. Groups

@@ -39,8 +39,8 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
 ) {
     q.push(
         "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
-         status, start_us, end_us, step, rank, thread_id, has_open, has_close, child_count, \
-         error_count, token_count, attr_count, attributes, metrics, links, input_truncated, \
+         status, start_us, end_us, step, rank, ordinal, thread_id, has_open, has_close, \
+         child_count, error_count, token_count, attr_count, attributes, metrics, links, input_truncated, \
          output_truncated, input, output, error) ",
     );
     push_values(q, spans, |w| {
@@ -58,6 +58,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
             s.end_us.into(),
             s.step.into(),
             s.rank.into(),
+            s.ordinal.into(),
             (&s.thread_id).into(),
             s.has_open.into(),
             s.has_close.into(),
@@ -80,7 +81,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
          parent_span_id = excluded.parent_span_id, tree_parent = excluded.tree_parent, \
          name = excluded.name, kind = excluded.kind, status = excluded.status, \
          start_us = excluded.start_us, end_us = excluded.end_us, step = excluded.step, \
-         rank = excluded.rank, thread_id = excluded.thread_id, has_open = excluded.has_open, \
+         rank = excluded.rank, ordinal = excluded.ordinal, thread_id = excluded.thread_id, has_open = excluded.has_open, \
          has_close = excluded.has_close, child_count = excluded.child_count, \
          error_count = excluded.error_count, token_count = excluded.token_count, \
          attr_count = excluded.attr_count, attributes = {}, metrics = {}, \

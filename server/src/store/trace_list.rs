@@ -65,6 +65,7 @@ impl<DB: Dialect> Reader<DB> {
             columns: &[sort, "t.run_id", "t.trace_id"],
             descending: !query.ascending,
             tail: false,
+            lead: false,
         };
         let read = |r: &DB::Row| Ok((r.req_int("sort_value")?, rows::trace_summary(r)?));
         let (items, next) = self
@@ -78,6 +79,7 @@ impl<DB: Dialect> Reader<DB> {
                     a: t.run_id.clone(),
                     b: t.trace_id.clone(),
                     number: None,
+                    lead: None,
                 },
             )
             .await?;
@@ -162,6 +164,7 @@ impl<DB: Dialect> Reader<DB> {
             columns: &["n.value", "n.run_id", "n.trace_id"],
             descending: !query.ascending,
             tail: false,
+            lead: false,
         };
         let read = |r: &DB::Row| Ok((r.req_float("sort_value")?, rows::trace_summary(r)?));
         self.page(
@@ -201,6 +204,7 @@ impl<DB: Dialect> Reader<DB> {
             columns: &["t.updated_us", "t.run_id", "t.trace_id"],
             descending: !query.ascending,
             tail: true,
+            lead: false,
         };
         let read = |r: &DB::Row| Ok((missing, rows::trace_summary(r)?));
         self.page(q, order, (cursor, limit), read, |(v, t)| attr_cursor(*v, t))
@@ -216,6 +220,7 @@ fn attr_cursor(value: f64, t: &TraceSummary) -> Cursor {
         a: t.run_id.clone(),
         b: t.trace_id.clone(),
         number: Some(value),
+        lead: None,
     }
 }
 

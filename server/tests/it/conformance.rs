@@ -476,7 +476,7 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
     assert_eq!(root.child_count, 1);
 }
 
-async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
+async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
     run(&s, "r1").await;
     let mut events = vec![open("big", "root", None, "rollout", 0)];
     for i in 0..10_000 {
@@ -497,7 +497,6 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
     assert_eq!((trace.span_count, trace.error_count), (10_001, 10));
     let mut seen = HashSet::new();
     let mut cursor: Option<Cursor> = None;
-    let mut last_start = i64::MIN;
     loop {
         let page = s
             .reads()
@@ -505,8 +504,14 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
             .await
             .unwrap();
         for n in &page.spans {
-            assert!(n.start_us >= last_start, "children come in start order");
-            last_start = n.start_us;
+            // No ordinal was sent, so children come as they arrived, not by start.
+            let at = seen.len();
+            assert_eq!(
+                n.span_id,
+                format!("s{at:05}"),
+                "children come in arrival order"
+            );
+            assert_eq!(n.ordinal, at as i64);
             assert!(seen.insert(n.span_id.clone()), "no span twice");
         }
         match page.next_cursor {
@@ -522,6 +527,117 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_start_order(s: S) {
         .unwrap()
         .unwrap();
     assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
+}
+
+async fn child_ids(s: &S, trace: &str, parent: Option<&str>, limit: usize) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    let mut cursor: Option<Cursor> = None;
+    loop {
+        let page = s
+            .reads()
+            .list_spans("r1", trace, parent, limit, cursor.as_ref())
+            .await
+            .unwrap();
+        out.extend(page.spans.into_iter().map(|n| (n.span_id, n.ordinal)));
+        match page.next_cursor {
+            Some(c) => cursor = Some(Cursor::decode(&c).unwrap()),
+            None => return out,
+        }
+    }
+}
+
+async fn siblings_list_in_the_clients_order_or_else_in_arrival_order(s: S) {
+    run(&s, "r1").await;
+    // Five siblings opened in one microsecond, numbered by the client, arriving in
+    // another order: they list as numbered, on every page size.
+    let mut events = vec![open("t1", "root", None, "rollout", 100)];
+    let created = ["d", "b", "e", "a", "c"];
+    for (i, id) in created.iter().enumerate() {
+        events.push(with(
+            open("t1", id, Some("root"), "tool", 200),
+            json!({"ordinal": i}),
+        ));
+    }
+    events.swap(1, 4);
+    events.swap(2, 5);
+    write(&s, "r1", &events).await;
+    for limit in [1, 2, 5] {
+        let got = child_ids(&s, "t1", Some("root"), limit).await;
+        let want: Vec<(String, i64)> = created
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.to_string(), i as i64))
+            .collect();
+        assert_eq!(got, want, "pages of {limit}");
+    }
+
+    // Without numbers, siblings take their order of arrival, across batches and
+    // before their parent has arrived.
+    for id in ["z", "y", "x"] {
+        write(&s, "r1", &[open("t2", id, Some("root"), "tool", 50)]).await;
+    }
+    write(&s, "r1", &[open("t2", "root", None, "rollout", 10)]).await;
+    let got = child_ids(&s, "t2", Some("root"), 2).await;
+    assert_eq!(
+        got,
+        [
+            ("z".to_string(), 0),
+            ("y".to_string(), 1),
+            ("x".to_string(), 2)
+        ]
+    );
+}
+
+async fn attributes_keep_the_first_256_in_the_order_set_and_count_a_name_once(s: S) {
+    run(&s, "r1").await;
+    // The open sets 200 names, in reverse alphabetical order.
+    let opened: serde_json::Map<String, serde_json::Value> = (0..200)
+        .map(|i| (format!("n{:03}", 299 - i), json!(i)))
+        .collect();
+    let o = with(
+        open("t1", "s", None, "tool", 10),
+        json!({ "attributes": opened }),
+    );
+    write(&s, "r1", &[o]).await;
+    // The close, in a later batch, sets 100 new names and 100 of the open's again:
+    // 56 of the new fit, the first given.
+    let mut closed = serde_json::Map::new();
+    for i in 0..100 {
+        closed.insert(format!("z{i:03}"), json!(i));
+    }
+    for i in 0..100 {
+        closed.insert(format!("n{:03}", 299 - i), json!(-i));
+    }
+    let c = with(close("t1", "s", "ok", 20), json!({ "attributes": closed }));
+    let warnings = write(&s, "r1", &[c]).await;
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0]
+            .message
+            .contains("44 attributes past the first 256"),
+        "{warnings:?}"
+    );
+    let span = s.reads().get_span("r1", "t1", "s").await.unwrap().unwrap();
+    assert_eq!(span.attributes.len(), 256);
+    assert_eq!(
+        span.attributes.get("n298"),
+        Some(&json!(-1)),
+        "the close's value wins"
+    );
+    assert_eq!(span.attributes.get("n100"), Some(&json!(199)));
+    assert!(span.attributes.contains_key("z055") && !span.attributes.contains_key("z056"));
+
+    // In one batch too, a name set on the open and again on the close counts once.
+    let all: serde_json::Map<String, serde_json::Value> =
+        (0..256).map(|i| (format!("k{i:03}"), json!(i))).collect();
+    let o = with(
+        open("t2", "s", None, "tool", 10),
+        json!({ "attributes": all.clone() }),
+    );
+    let c = with(close("t2", "s", "ok", 20), json!({ "attributes": all }));
+    assert!(write(&s, "r1", &[o, c]).await.is_empty());
+    let span = s.reads().get_span("r1", "t2", "s").await.unwrap().unwrap();
+    assert_eq!(span.attributes.len(), 256);
 }
 
 async fn a_replayed_batch_stores_nothing_twice(s: S) {
@@ -1376,6 +1492,8 @@ fn invariance_events() -> Vec<serde_json::Value> {
     ];
     let mut events = Vec::new();
     for (i, (span, parent)) in parents.iter().enumerate() {
+        // The SDK numbers siblings, so the order of arrival cannot change the tree.
+        let ordinal = parents[..i].iter().filter(|(_, p)| p == parent).count();
         let i = i as i64;
         let kind = match *span {
             "root" => "rollout",
@@ -1385,7 +1503,7 @@ fn invariance_events() -> Vec<serde_json::Value> {
         };
         let mut o = with(
             open("inv", span, *parent, kind, 1_000 + i * 10),
-            json!({"attributes": {"i": i}, "input": {"n": i}}),
+            json!({"attributes": {"i": i}, "input": {"n": i}, "ordinal": ordinal}),
         );
         if *span == "root" {
             o = with(o, json!({"step": 7, "attributes": {"reward": 0.25}}));
@@ -1523,7 +1641,9 @@ conformance!(
     a_roots_status_is_never_changed_by_children,
     token_count_sums_the_tree_unless_the_root_sets_its_own,
     children_out_of_order_are_orphans_until_their_parent_arrives,
-    a_ten_thousand_span_trace_pages_its_children_in_start_order,
+    a_ten_thousand_span_trace_pages_its_children_in_arrival_order,
+    siblings_list_in_the_clients_order_or_else_in_arrival_order,
+    attributes_keep_the_first_256_in_the_order_set_and_count_a_name_once,
     a_replayed_batch_stores_nothing_twice,
     batches_racing_with_one_key_write_once,
     a_batch_for_an_unknown_run_fails_alone,

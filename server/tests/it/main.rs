@@ -11,3 +11,5 @@ mod demo;
 mod guard;
 mod otlp;
 mod schema;
+#[cfg(feature = "devtools")]
+mod transfer;

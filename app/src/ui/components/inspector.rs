@@ -5,9 +5,9 @@ use super::body::BodyView;
 use super::copy_text;
 use crate::ui::api::ApiError;
 use crate::ui::components::status::StatusBadge;
-use crate::ui::format;
+use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::{link, WorkspaceUrl};
-use treeline_wire::{SpanDetail, SpanKind};
+use treeline_wire::{dropped_spans, SpanDetail, SpanKind};
 
 #[component]
 pub fn Inspector(
@@ -60,6 +60,9 @@ fn SpanView(d: SpanDetail) -> impl IntoView {
     let run_id = d.run_id.clone();
     view! {
         <h2 class="span-name">{n.name.clone()}</h2>
+        {dropped_spans(&d.attributes).map(|n| view! {
+            <p class="error" role="note">{format!("{}: {DROPPED_TITLE}.", format::dropped(n))}</p>
+        })}
         <dl>
             <dt>"Span id"</dt>
             <dd><code>{n.span_id.clone()}</code><CopyButton text=n.span_id.clone() label="Copy span id"/></dd>

@@ -2,9 +2,9 @@ use leptos::prelude::*;
 
 use crate::ui::api::{self, ApiError};
 use crate::ui::components::status::StatusBadge;
-use crate::ui::format;
+use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::WorkspaceUrl;
-use treeline_wire::{TraceList as List, TraceSummary};
+use treeline_wire::{dropped_spans, TraceList as List, TraceSummary};
 
 #[component]
 pub fn TraceList(
@@ -128,6 +128,9 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
                     <span class="kinds">{kinds}</span>
                     <span>{format!("{} spans", t.span_count)}</span>
                     {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
+                    {dropped_spans(&t.attributes).map(|n| view! {
+                        <span class="bad" title=DROPPED_TITLE>{format::dropped(n)}</span>
+                    })}
                     {(t.token_count > 0).then(|| view! { <span>{format!("{} tokens", t.token_count)}</span> })}
                     {(t.iteration_count > 0).then(|| view! { <span>{format!("{} iterations", t.iteration_count)}</span> })}
                     <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>

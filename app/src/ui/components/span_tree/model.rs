@@ -243,6 +243,7 @@ pub(super) fn test_node(id: &str, children: i64) -> SpanNode {
         error_count: 0,
         token_count: None,
         orphan: false,
+        ordinal: 0,
     }
 }
 

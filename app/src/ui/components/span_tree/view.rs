@@ -2,7 +2,7 @@
 //! viewport together and draws the slice of rows in view.
 
 use leptos::prelude::*;
-use treeline_wire::{SpanStatus, TraceSummary};
+use treeline_wire::{dropped_spans, SpanStatus, TraceSummary};
 
 use super::keys::{self, Key, Nav, Step};
 use super::live;
@@ -12,7 +12,7 @@ use super::rows::{self, RowCtx};
 use super::viewport::Viewport;
 use super::window::{self, ROW};
 use crate::ui::api::ApiError;
-use crate::ui::format;
+use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::WorkspaceUrl;
 
 #[component]
@@ -142,6 +142,9 @@ fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
             {move || (trace.with(|t| t.status) == SpanStatus::Running)
                 .then(|| view! { <span class="live" title="refreshing while the trace runs">"live"</span> })}
             <span class="muted">{move || format!("{} spans", trace.with(|t| t.span_count))}</span>
+            {move || trace.with(|t| dropped_spans(&t.attributes)).map(|n| view! {
+                <span class="bad" title=DROPPED_TITLE>{format::dropped(n)}</span>
+            })}
             <button type="button" class="copy" on:click=move |_| copy_location()>"Copy link"</button>
         </div>
     }
