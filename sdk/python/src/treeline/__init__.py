@@ -11,6 +11,8 @@
 
     client = tl.Client()  # reading back: runs, traces, spans, metrics
     low = list(client.traces(run_id=run.run_id, filter="attr.reward < 0.5"))
+    client.export_to("run.jsonl", run.run_id)      # every span, as JSON lines
+    tl.import_spans("run.jsonl", url="http://elsewhere:3000")  # ... into another server
 """
 
 from .client import ApiError, AuthError, Client, NotFound
@@ -20,6 +22,7 @@ from .helpers import agent, iteration, llm, model, session, span, thought, tool,
 from .run import Run, current_run, flush, init
 from .session import Session
 from .span import DROPPED_SPANS_ATTRIBUTE, BodyAlreadyRecorded, NoopSpan, RemoteParent, Span
+from .transfer import ImportResult, import_spans
 from .transport import Unreachable, compression
 from .version import __version__
 from .vocab import CAPTURE_MODES, KINDS, SPAN_STATUSES
@@ -30,5 +33,5 @@ __all__ = [
     "llm", "tool", "thought", "agent", "iteration", "session", "trace_op", "KINDS",
     "SPAN_STATUSES", "CAPTURE_MODES", "ON_FULL", "DROPPED_SPANS_ATTRIBUTE",
     "BodyAlreadyRecorded", "compression", "Client", "ApiError", "NotFound", "AuthError",
-    "Unreachable", "__version__",
+    "Unreachable", "import_spans", "ImportResult", "__version__",
 ]

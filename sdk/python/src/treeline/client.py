@@ -8,16 +8,20 @@
         print(t["trace_id"], t["attributes"].get("reward"), t["error_count"])
 
 Lists are generators that fetch the next page only when the one before is used up,
-so a caller that stops early sends no further requests."""
+so a caller that stops early sends no further requests. `export` streams a run's
+spans, one dict per span, in the JSON-lines format that `treeline.import_spans` reads
+back into another server."""
 
 import gzip
 import http.client
+import io
 import json
 import os
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zlib
 
 from . import redact
 from .run import DEFAULT_URL
@@ -211,6 +215,115 @@ class Client:
         return self._get("/api/runs/%s/traces/%s/spans/%s" % (
             _seg(run_id, "run_id"), _seg(trace_id, "trace_id"), _seg(span_id, "span_id")))
 
+    # -- export --------------------------------------------------------------------
+
+    def export(self, run_id, trace_id=None, filter=None, q=None, step=None):
+        """Yields a run's spans, one dict per span, in the export format
+        ("treeline.span.v1", docs/api.md): everything the server holds about each span,
+        bodies included. Traces come one after another, and a trace's spans in start
+        order. `trace_id` exports one trace; `filter` (one test or a list, as for
+        `traces`), `q` (search) and `step` pick traces as the trace list does.
+
+        The answer is read as it arrives, line by line, never whole. Arguments are
+        checked at the call; the request is sent when the first span is asked for, and
+        errors (NotFound for an unknown run or trace, ApiError for a bad filter,
+        AuthError) are raised then."""
+        target = self._export_target(run_id, trace_id, filter, q, step)
+
+        def spans():
+            for line in self._lines(target):
+                try:
+                    span = json.loads(line)
+                except ValueError:
+                    raise ApiError(200, "invalid_response",
+                                   "GET %s answered a line that is not JSON: %r"
+                                   % (target, line[:80])) from None
+                yield span
+        return spans()
+
+    def export_to(self, path_or_file, run_id, trace_id=None, filter=None, q=None,
+                  step=None):
+        """Writes `export(run_id, ...)` as JSON lines, the server's bytes unchanged, to a
+        path or to a file object open for writing (text or binary), and returns the
+        number of spans written. A path is written whole or not at all: the lines go to
+        PATH.part, renamed to PATH once the export is complete."""
+        target = self._export_target(run_id, trace_id, filter, q, step)
+        if hasattr(path_or_file, "write"):
+            return self._write_lines(path_or_file, target)
+        path = os.fspath(path_or_file)
+        part = path + ".part"
+        try:
+            with open(part, "wb") as f:
+                n = self._write_lines(f, target)
+            os.replace(part, path)
+        except BaseException:
+            try:
+                os.unlink(part)
+            except OSError:
+                pass
+            raise
+        return n
+
+    def _export_target(self, run_id, trace_id, filter, q, step):
+        if trace_id is not None:
+            _seg(trace_id, "trace_id")  # checked like a path segment; quoted below
+        params = [("trace_id", trace_id)]
+        params += [("filter", f) for f in _filters(filter)]
+        params += [("q", _str_param(q, "q")), ("step", _int_param(step, "step"))]
+        return "/api/runs/%s/export" % _seg(run_id, "run_id") + _query(params)
+
+    def _write_lines(self, f, target):
+        text = isinstance(f, io.TextIOBase)
+        n = 0
+        for line in self._lines(target):
+            if not line.lstrip().startswith(b"{"):
+                raise ApiError(200, "invalid_response",
+                               "GET %s answered a line that is not a JSON object: %r"
+                               % (target, line[:80]))
+            line = line.rstrip(b"\r") + b"\n"
+            f.write(line.decode("utf-8") if text else line)
+            n += 1
+        return n
+
+    def _lines(self, target):
+        """The lines of a JSON-lines answer (bytes, without the newline; blank lines
+        left out), read and decompressed as they arrive."""
+        for attempt in range(MAX_RETRIES + 1):
+            resp, status, body, wait = self._open(target, "application/x-ndjson")
+            if resp is not None:
+                break
+            if status == 503 and attempt < MAX_RETRIES:
+                self._sleep(min(MAX_RETRY_WAIT, DEFAULT_RETRY_WAIT if wait is None else wait))
+                continue
+            raise self._error(status, body, target)
+        with resp:
+            kind = (resp.headers.get("Content-Type") or "").lower()
+            if kind and "json" not in kind:
+                raise ApiError(resp.status, "invalid_response",
+                               "GET %s answered %s, not JSON lines; is %s a Treeline "
+                               "server?" % (target, kind, self.url))
+            pending = []
+            for data in _chunks(resp, self.url + target):
+                start = 0
+                while True:
+                    end = data.find(b"\n", start)
+                    if end < 0:
+                        if start < len(data):
+                            pending.append(data[start:])
+                        break
+                    if pending:
+                        pending.append(data[start:end])
+                        line = b"".join(pending)
+                        pending = []
+                    else:
+                        line = data[start:end]
+                    start = end + 1
+                    if line.strip():
+                        yield line
+            line = b"".join(pending)
+            if line.strip():
+                yield line
+
     # -- HTTP ----------------------------------------------------------------------
 
     def _pages(self, path, params, field):
@@ -227,9 +340,7 @@ class Client:
         return pages()
 
     def _get(self, path, params=()):
-        query = "&".join("%s=%s" % (name, urllib.parse.quote(str(value), safe=""))
-                         for name, value in params if value is not None and value != "")
-        target = path + ("?" + query if query else "")
+        target = path + _query(params)
         for attempt in range(MAX_RETRIES + 1):
             status, body, wait = self._request(target)
             if status == 503 and attempt < MAX_RETRIES:
@@ -243,35 +354,99 @@ class Client:
                 raise ApiError(status, "invalid_response",
                                "GET %s answered something that is not JSON; is %s a "
                                "Treeline server?" % (target, self.url)) from None
-        code, message = None, None
-        try:
-            err = json.loads(body)["error"]
-            code, message = err.get("code"), err.get("message")
-        except (ValueError, TypeError, KeyError, AttributeError):
-            pass
-        if not message:
-            text = body.decode("utf-8", "replace").strip()
-            message = "GET %s failed%s" % (target, ": " + text[:200] if text else "")
-        raise _error_for(status, code, message)
+        raise self._error(status, body, target)
+
+    def _error(self, status, body, target):
+        return error_from_answer(status, body, "GET " + target)
 
     def _request(self, target):
         """(status, body bytes, Retry-After seconds or None). Raises Unreachable."""
-        headers = {"User-Agent": USER_AGENT, "Accept": "application/json",
-                   "Accept-Encoding": "gzip"}
+        resp, status, body, wait = self._open(target, "application/json")
+        if resp is None:
+            return status, body, wait
+        try:
+            with resp:
+                return resp.status, _decoded(resp.read(), resp.headers), None
+        except (http.client.HTTPException, OSError) as err:
+            raise Unreachable("GET %s: %s" % (self.url + target, err)) from None
+
+    def _open(self, target, accept):
+        """(response, None, None, None) for a 2xx answer, its body not read yet (the
+        caller closes it); (None, status, body bytes, Retry-After seconds or None) for
+        any other. Raises Unreachable."""
+        headers = {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": "gzip"}
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key
         req = urllib.request.Request(self.url + target, headers=headers, method="GET")
         try:
             # HTTPError is a URLError, so it must be caught first (below it is).
             try:
-                with self._opener.open(req, timeout=self.timeout) as resp:
-                    return resp.status, _decoded(resp.read(), resp.headers), None
+                return self._opener.open(req, timeout=self.timeout), None, None, None
             except urllib.error.HTTPError as err:
                 with err:
                     body = _decoded(err.read(), err.headers)
-                return err.code, body, retry_after(err.headers.get("Retry-After"))
+                return None, err.code, body, retry_after(err.headers.get("Retry-After"))
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
             raise Unreachable("GET %s: %s" % (self.url + target, err)) from None
+
+
+def error_from_answer(status, body, what):
+    """The exception for an error answer: its {"error": {"code", "message"}}, else its
+    text. `what` names the request ("GET /api/runs")."""
+    code, message = None, None
+    try:
+        err = json.loads(body)["error"]
+        code, message = err.get("code"), err.get("message")
+    except (ValueError, TypeError, KeyError, AttributeError):
+        pass
+    if not message:
+        text = (body or b"").decode("utf-8", "replace").strip()
+        message = "%s failed%s" % (what, ": " + text[:200] if text else "")
+    return _error_for(status, code, message)
+
+
+def _query(params):
+    query = "&".join("%s=%s" % (name, urllib.parse.quote(str(value), safe=""))
+                     for name, value in params if value is not None and value != "")
+    return "?" + query if query else ""
+
+
+_CHUNK = 64 * 1024
+
+
+def _chunks(resp, url):
+    """The body of a response as it arrives, gunzipped when it was gzipped, in pieces of
+    at most about 1 MiB."""
+    gz = (resp.headers.get("Content-Encoding") or "").strip().lower() == "gzip"
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if gz else None
+    read = getattr(resp, "read1", resp.read)
+    while True:
+        try:
+            data = read(_CHUNK)
+        except (http.client.HTTPException, OSError) as err:
+            raise Unreachable("GET %s: the answer stopped part-way: %s" % (url, err)) from None
+        if not data:
+            break
+        if inflate is None:
+            yield data
+            continue
+        try:
+            while data:
+                out = inflate.decompress(data, 16 * _CHUNK)
+                data = inflate.unconsumed_tail
+                if out:
+                    yield out
+        except zlib.error as err:
+            raise ApiError(resp.status, "invalid_response",
+                           "GET %s: the gzip answer cannot be decoded: %s" % (url, err)) \
+                from None
+    if inflate is not None:
+        rest = inflate.flush()
+        if rest:
+            yield rest
+        if not inflate.eof:
+            raise Unreachable("GET %s: the answer stopped part-way (its gzip stream is "
+                          "incomplete)" % url)
 
 
 def _decoded(data, headers):

@@ -50,16 +50,19 @@ class _Parent:
             thread_id = self.thread_id
         elif type(thread_id) is not str:
             raise TypeError("thread_id must be a string, got %s" % type(thread_id).__name__)
+        kids = self._kids  # None under a parent of another process: the server numbers it
         return Span(run, self.trace_id, self.span_id, name, kind, step,
                     self.rank if rank is None else rank, thread_id,
-                    capture or self.capture, attributes, inputs, metrics, links)
+                    capture or self.capture, attributes, inputs, metrics, links,
+                    None if kids is None else next(kids))
 
     def _other_parent(self, parent_span_id):
         check_id(parent_span_id, "parent_span_id")
         live = self.run._live.get(parent_span_id)
         if live is not None and live.trace_id == self.trace_id:
             return live
-        # A span of this trace opened elsewhere (another process): known by its id only.
+        # A span of this trace opened elsewhere (another process), or closed already:
+        # known by its id only, so its children carry no ordinal.
         return RemoteParent(self.run, self.trace_id, parent_span_id, step=self.step,
                             rank=self.rank, thread_id=self.thread_id, capture=self.capture)
 
@@ -151,13 +154,13 @@ class Span(_Parent, _Bodies):
     """A recorded span. Use it as a context manager, or start() it and end() it."""
 
     __slots__ = ("run", "trace_id", "span_id", "parent_span_id", "name", "kind", "step",
-                 "rank", "thread_id", "capture", "_attrs", "_input", "_input_size",
+                 "rank", "thread_id", "capture", "ordinal", "_attrs", "_input", "_input_size",
                  "_output", "_output_size", "_error", "_close_attrs", "_metrics", "_links",
                  "_tokens", "_status", "_state", "_token", "_prev", "_bodies", "_open",
-                 "_nattrs")
+                 "_nattrs", "_kids")
 
     def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
-                 capture, attributes, inputs, metrics, links):
+                 capture, attributes, inputs, metrics, links, ordinal=0):
         if type(name) is not str:
             raise TypeError("span name must be a string, got %s" % type(name).__name__)
         if not name:
@@ -180,6 +183,10 @@ class Span(_Parent, _Bodies):
         self.rank = rank
         self.thread_id = thread_id
         self.capture = capture
+        # Its place among its siblings (0 for a root), and the counter its own children
+        # draw theirs from: next() on an itertools.count is atomic under the GIL.
+        self.ordinal = ordinal
+        self._kids = itertools.count()
         ambient = attributes_var.get()
         if attributes:
             attrs = check_attributes(attributes)
@@ -236,6 +243,8 @@ class Span(_Parent, _Bodies):
               "parent_span_id": self.parent_span_id, "name": self.name, "kind": self.kind,
               "ts": _now_ns() // 1000 if _ts is None else _ts}
         size = 220 + len(self.name)
+        if self.ordinal is not None:
+            ev["ordinal"] = self.ordinal
         if self.step is not None:
             ev["step"] = self.step
         if self.rank is not None:
@@ -445,12 +454,16 @@ class RemoteParent(_Parent):
     """A span opened elsewhere (another process or thread), known from its carrier."""
 
     __slots__ = ("run", "trace_id", "span_id", "step", "rank", "thread_id", "capture",
-                 "_token", "_prev")
+                 "_token", "_prev", "_kids")
     is_recording = True
 
     def __init__(self, run, trace_id, span_id, step=None, rank=None, thread_id=None,
                  capture=None):
         self.run = run
+        # The children counter of the span, when it is open in this process (a carrier
+        # handed to another thread); else none: the server numbers the children.
+        live = run._live.get(span_id)
+        self._kids = live._kids if live is not None and live.trace_id == trace_id else None
         self.trace_id = trace_id
         self.span_id = span_id
         self.step = step

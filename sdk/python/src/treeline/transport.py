@@ -73,7 +73,12 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 
 def encode(obj, encoding):
     """JSON body bytes and the Content-Encoding to send them with (None for plain)."""
-    raw = _dumps(obj).encode()
+    return compress(_dumps(obj).encode(), encoding)
+
+
+def compress(raw, encoding):
+    """JSON bytes compressed with `encoding` ("zstd", "gzip" or "none"; small bodies
+    are left plain) and the Content-Encoding to send them with (None for plain)."""
     if encoding == "none" or len(raw) < _MIN_COMPRESS:
         return raw, None
     if encoding == "zstd":
