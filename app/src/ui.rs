@@ -6,6 +6,7 @@ use leptos_router::{
 };
 
 pub mod api;
+mod compare_url;
 mod components;
 pub mod format;
 mod pages;
@@ -80,6 +81,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("") view=pages::runs::RunsPage/>
                     <Route path=path!("/runs/:run_id") view=pages::run_detail::RunDetailPage/>
                     <Route path=path!("/traces") view=pages::traces::TracesPage/>
+                    <Route path=path!("/compare") view=pages::compare::ComparePage/>
                 </Routes>
             </main>
         </Router>

@@ -6,7 +6,7 @@ const DEMO = [
   { name: "ppo-cartpole", project: "demo-rl", status: "finished", traces: 162, failed: 42 },
   { name: "ppo-lunarlander-preempted", project: "demo-rl", status: "failed", traces: 32, failed: 0 },
   { name: "grpo-math-agent-live", project: "demo-agents", status: "running", traces: 10, failed: 0 },
-  { name: "grpo-math-agent", project: "demo-agents", status: "finished", traces: 42, failed: 13 },
+  { name: "grpo-math-agent", project: "demo-agents", status: "finished", traces: 54, failed: 15 },
 ];
 
 test("the runs page lists the demo runs with their trace counts", async ({ page }) => {

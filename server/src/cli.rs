@@ -50,6 +50,8 @@ enum BenchCommand {
     Query(crate::bench::QueryArgs),
     /// Spans per second through OTLP/HTTP protobuf, until stored and visible to queries.
     Otlp(crate::otlp::bench::OtlpArgs),
+    /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
+    Compare(crate::bench::CompareArgs),
 }
 
 #[derive(clap::Parser, Clone)]
@@ -145,6 +147,10 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
+        #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::Compare(args)) => {
+            runtime.block_on(crate::bench::compare(args))
+        }
         #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
         #[cfg(feature = "devtools")]

@@ -4,6 +4,7 @@
 #[cfg(feature = "devtools")]
 pub mod bench;
 pub mod cli;
+pub mod compare;
 #[cfg(feature = "devtools")]
 pub mod demo;
 pub mod failure;

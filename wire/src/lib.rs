@@ -7,6 +7,7 @@ pub mod filter;
 pub mod limits;
 pub mod routes;
 
+mod compare;
 mod dates;
 mod events;
 mod export;
@@ -17,6 +18,7 @@ mod read;
 mod runs;
 mod session;
 
+pub use compare::*;
 pub use dates::{civil_date, days_from_civil};
 pub use events::*;
 pub use export::*;

@@ -23,6 +23,12 @@ pub const SPANS: &str = "/runs/{run_id}/traces/{trace_id}/spans";
 pub const SPAN: &str = "/runs/{run_id}/traces/{trace_id}/spans/{span_id}";
 /// A run's spans, one JSON line each, bodies included.
 pub const RUN_EXPORT: &str = "/runs/{run_id}/export";
+/// The children of two spans of a run, aligned for a diff.
+pub const RUN_ALIGN: &str = "/runs/{run_id}/align";
+/// Two spans' attributes and bodies, diffed.
+pub const RUN_DIFF: &str = "/runs/{run_id}/diff";
+/// The traces of a run that share a trace's rollout id.
+pub const TRACE_ROLLOUTS: &str = "/runs/{run_id}/traces/{trace_id}/rollouts";
 /// Who the caller is (the dashboard shows it, with a way to sign out).
 pub const SESSION: &str = "/session";
 
@@ -44,6 +50,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", SPANS),
     ("GET", SPAN),
     ("GET", RUN_EXPORT),
+    ("GET", RUN_ALIGN),
+    ("GET", RUN_DIFF),
+    ("GET", TRACE_ROLLOUTS),
     ("GET", SESSION),
 ];
 

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::routes::{
-    path, PROJECTS, RUN, RUNS, RUN_METRICS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS,
-    SESSION, SPAN, SPANS, TRACE, TRACES,
+    path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_DIFF, RUN_METRICS, RUN_TRACES, RUN_TRACE_ATTRIBUTES,
+    RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE, TRACES, TRACE_ROLLOUTS,
 };
 use treeline_wire::{
-    MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
-    StepsResponse, TraceList, TraceSummary,
+    Alignment, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
+    SpanDetail, SpanDiff, SpanPage, StepsResponse, TraceList, TraceSummary,
 };
 
 /// A failed read, as a page shows it.
@@ -233,4 +233,21 @@ pub async fn span(
     span_id: String,
 ) -> Result<SpanDetail, ApiError> {
     get(path(SPAN, &[&run_id, &trace_id, &span_id])).await
+}
+
+/// The children of two spans of a run, aligned (`a` and `b` as `TRACE:SPAN`).
+pub async fn align(run_id: String, a: String, b: String) -> Result<Alignment, ApiError> {
+    let query = query_string(&[("a", Some(a)), ("b", Some(b))]);
+    get(format!("{}?{query}", path(RUN_ALIGN, &[&run_id]))).await
+}
+
+/// Two spans' attributes and bodies, diffed.
+pub async fn diff(run_id: String, a: String, b: String) -> Result<SpanDiff, ApiError> {
+    let query = query_string(&[("a", Some(a)), ("b", Some(b))]);
+    get(format!("{}?{query}", path(RUN_DIFF, &[&run_id]))).await
+}
+
+/// The traces of a run that share a trace's rollout id, by step.
+pub async fn rollouts(run_id: String, trace_id: String) -> Result<RolloutMatches, ApiError> {
+    get(path(TRACE_ROLLOUTS, &[&run_id, &trace_id])).await
 }

@@ -1,5 +1,6 @@
 pub mod body;
 pub mod chart;
+pub mod compare;
 pub mod filter_builder;
 pub mod filters;
 pub mod inspector;

@@ -180,6 +180,35 @@ pub(crate) fn link(run_id: &str, trace_id: &str, span_id: Option<&str>) -> Strin
         .href()
 }
 
+/// The query of a page's `href` as the router would hand it over, for tests.
+#[cfg(test)]
+pub(crate) fn params_of(href: &str) -> leptos_router::params::ParamsMap {
+    let mut map = leptos_router::params::ParamsMap::new();
+    let query = href.split_once('?').map(|(_, q)| q).unwrap_or_default();
+    for (k, v) in query.split('&').filter_map(|pair| pair.split_once('=')) {
+        map.insert(k.to_string(), decode(v));
+    }
+    map
+}
+
+#[cfg(test)]
+fn decode(v: &str) -> String {
+    let bytes = v.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+            out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,11 +255,7 @@ mod tests {
             "filter=error_count%20%3E%200&filter=attr.reward%20%3C%200.5&sort=attr.reward&order=asc"
         );
         assert_eq!(url.columns(), ["reward", "task"]);
-        let mut map = leptos_router::params::ParamsMap::new();
-        for (k, v) in form_pairs(href.split_once('?').map(|(_, q)| q).unwrap_or_default()) {
-            map.insert(k, v);
-        }
-        assert_eq!(WorkspaceUrl::from_query(&map), url);
+        assert_eq!(WorkspaceUrl::from_query(&params_of(&href)), url);
     }
 
     #[test]
@@ -282,30 +307,5 @@ mod tests {
             format::parse_utc_minute("2026-9223372036854775807-01T00:00"),
             None
         );
-    }
-
-    fn form_pairs(query: &str) -> Vec<(String, String)> {
-        query
-            .split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .map(|(k, v)| (k.to_string(), decode(v)))
-            .collect()
-    }
-
-    fn decode(v: &str) -> String {
-        let bytes = v.as_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < bytes.len() {
-            if bytes[i] == b'%' && i + 2 < bytes.len() {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
-                out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
-                i += 3;
-            } else {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
-        String::from_utf8(out).unwrap_or_default()
     }
 }

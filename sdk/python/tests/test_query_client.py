@@ -423,3 +423,26 @@ def test_a_server_with_a_key(server_factory, tmp_path, monkeypatch):
     monkeypatch.setenv("TREELINE_URL", keyed.url)
     monkeypatch.setenv("TREELINE_API_KEY", key)
     assert tl.Client().run(run.run_id)["name"] == "keyed run"
+
+
+@pytest.mark.server
+def test_two_traces_align_and_diff(server, written):
+    client = tl.Client(server.url)
+    rid = written["run_id"]
+    one, two = written["traces"][0], written["traces"][1]
+    level = client.align(rid, (one["trace_id"], one["root"]), (two["trace_id"], two["root"]))
+    rows = [(r["a"] and r["a"]["name"], r["b"] and r["b"]["name"], r["change"])
+            for r in level["rows"]]
+    # Episode 1 failed a lookup that episode 0 never made.
+    assert rows[0][:2] == ("policy", "policy") and rows[0][2] == "changed"
+    assert rows[-1] == (None, "lookup", "only_b")
+    assert "output" in level["rows"][0]["differences"]
+    diff = client.diff(rid, (one["trace_id"], one["policy"]), (two["trace_id"], two["policy"]))
+    output = [b for b in diff["bodies"] if b["body"] == "output"][0]
+    assert output["same"] is False and output["mode"] == "json"
+    assert output["changes"] == [{"path": "$.action", "a": 0, "b": 1}]
+    assert client.rollouts(rid, one["trace_id"]) == []
+    with pytest.raises(TypeError):
+        client.align(rid, one["trace_id"], two["trace_id"])
+    with pytest.raises(tl.NotFound):
+        client.diff(rid, (one["trace_id"], "nope"), (two["trace_id"], two["policy"]))

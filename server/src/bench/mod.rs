@@ -1,8 +1,10 @@
 //! `treeline bench …`: benchmarks that print their figures.
 
+mod compare;
 mod ingest;
 mod query;
 
+pub use compare::{compare, CompareArgs};
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 

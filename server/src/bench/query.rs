@@ -78,7 +78,7 @@ fn trace_events(n: usize, out: &mut Vec<Value>) {
     out.push(json!({"op": "close", "trace_id": trace_id, "span_id": "r", "status": status, "ts": ts + 100}));
 }
 
-async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Outcome {
+pub(super) async fn write(store: &dyn Store, run: &str, events: &[Value], now: i64) -> Outcome {
     let parsed = events
         .iter()
         .enumerate()
@@ -334,20 +334,33 @@ pub async fn query(args: QueryArgs) -> Outcome {
         ),
     ];
     println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");
-    for (name, mut path) in cases {
-        for _ in 0..5 {
-            time_get(&api, &path()).await?; // warm the caches
-        }
-        let mut times = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            times.push(time_get(&api, &path()).await?);
-        }
-        times.sort();
-        println!(
-            "{name:<48} {:>9.2} {:>9.2}",
-            pct(&times, 0.50),
-            pct(&times, 0.95)
-        );
+    for (name, path) in cases {
+        report(&api, name, samples, 5, path).await?;
     }
+    Ok(())
+}
+
+/// Times `samples` GETs of the paths `path` gives (after `warm` untimed ones) and
+/// prints their p50 and p95 on one line named `name`.
+pub(super) async fn report(
+    api: &Router,
+    name: &str,
+    samples: usize,
+    warm: usize,
+    mut path: impl FnMut() -> String,
+) -> Outcome {
+    for _ in 0..warm {
+        time_get(api, &path()).await?; // warm the caches
+    }
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        times.push(time_get(api, &path()).await?);
+    }
+    times.sort();
+    println!(
+        "{name:<48} {:>9.2} {:>9.2}",
+        pct(&times, 0.50),
+        pct(&times, 0.95)
+    );
     Ok(())
 }

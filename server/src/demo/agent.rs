@@ -28,6 +28,10 @@ const GRPO_START_H: i64 = 8;
 const LIVE_START_H: i64 = 45;
 /// The step of the held-out evaluation with the very wide node.
 const EVAL_STEP: i64 = 190;
+/// Fixed evaluation prompts, traced again every `EVAL_EVERY` steps under the same
+/// rollout ids, so one prompt can be compared across training.
+const EVAL_PROMPTS: usize = 3;
+const EVAL_EVERY: i64 = 50;
 
 fn p_correct(step: i64) -> f64 {
     let s = step as f64;
@@ -82,9 +86,17 @@ pub(super) fn grpo(ctx: &Ctx) -> RunPlan {
                     let t0 = start + step * STEP_US + (5 + 20 * p as i64) * SEC;
                     group(GRPO_RUN, step, p, t0, false)
                 });
+            let evals = (0..GRPO_STEPS)
+                .step_by(EVAL_EVERY as usize)
+                .flat_map(|step| (0..EVAL_PROMPTS).map(move |k| (step, k)))
+                .map(move |(step, k)| {
+                    let t0 = start + step * STEP_US + (70 + 10 * k as i64) * SEC;
+                    evaluation(GRPO_RUN, step, k, t0)
+                });
             let eval_t0 = start + EVAL_STEP * STEP_US + 30 * SEC;
             Box::new(
                 groups
+                    .chain(evals)
                     .chain(long::wide(EVAL_STEP, eval_t0, wide_children))
                     // Launched beside training, not at a step: it runs for hours.
                     .chain(long::big(start + 5 * MIN, big_spans)),
@@ -172,6 +184,46 @@ fn group(run: &str, step: i64, prompt: usize, t0: i64, in_progress: bool) -> Vec
                 "solved": format!("{correct}/{GROUP}")},
             "output": {"rewards": rewards, "advantages": advantages},
             "metrics": {"reward_mean": round(mean, 3)}}),
+    );
+    w.take()
+}
+
+/// One held-out prompt answered by the policy at `step`: the same prompt and rollout
+/// id at every evaluation, a fresh sample each time.
+fn evaluation(run: &str, step: i64, prompt: usize, t0: i64) -> Vec<Value> {
+    let label = format!("{run}/eval/{step}/{prompt}");
+    let task = task(&format!("{run}/eval-task/{prompt}"));
+    let mut w = TraceWriter::new(&label);
+    let mut r = Rng::new(&label);
+    let root = w.open(
+        None,
+        "evaluator",
+        &format!("eval {} · step {step}", task.id),
+        t0,
+        json!({"step": step, "thread_id": "evaluator",
+            "attributes": {"rollout_id": format!("eval-{}", task.id), "prompt_id": task.id,
+                "task_family": task.family, "split": "held-out"},
+            "input": {"prompt": task.question}}),
+    );
+    let correct = r.chance(p_correct(step));
+    let Some((end, reward)) = sample(
+        &mut w,
+        &mut r,
+        &root,
+        &task,
+        0,
+        t0 + 10 * MS,
+        correct,
+        false,
+    ) else {
+        return w.take();
+    };
+    w.close(
+        &root,
+        end + 20 * MS,
+        "ok",
+        json!({"attributes": {"reward": reward, "solved": reward >= 1.0},
+            "output": {"reward": reward}, "metrics": {"reward": reward}}),
     );
     w.take()
 }

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod body;
+mod compare;
 pub mod error;
 mod export;
 pub mod guard;

@@ -36,6 +36,9 @@ pub fn router() -> Router<AppState> {
         .route(routes::SPAN, get(span))
         .route(routes::RUN_TRACE_ATTRIBUTES, get(attributes))
         .route(routes::RUN_EXPORT, get(super::export::export))
+        .route(routes::RUN_ALIGN, get(super::compare::align_children))
+        .route(routes::RUN_DIFF, get(super::compare::diff))
+        .route(routes::TRACE_ROLLOUTS, get(super::compare::rollouts))
         .route(routes::SESSION, get(session))
 }
 
@@ -466,7 +469,7 @@ async fn spans(
     ))
 }
 
-fn span_not_found(span_id: &str, trace_id: &str) -> ApiError {
+pub(super) fn span_not_found(span_id: &str, trace_id: &str) -> ApiError {
     ApiError::not_found(
         "span_not_found",
         format!("span {span_id} not found in trace {trace_id}"),

@@ -159,6 +159,18 @@ impl Sql<'_, Postgres> {
     }
 }
 
+/// How a database reads the pairs of a JSON array parameter ([`Dialect::JSON_PAIRS`]).
+pub struct JsonPairs {
+    pub before: &'static str,
+    pub after: &'static str,
+    pub index: &'static str,
+    pub first: &'static str,
+    pub second: &'static str,
+    pub join: &'static str,
+    pub array: &'static str,
+    pub differs: &'static str,
+}
+
 pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// A pattern match that ignores ASCII case (SQLite's LIKE already does).
     const LIKE_ANY_CASE: &'static str;
@@ -227,6 +239,20 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
+    /// The function that builds a JSON object, and how a column of JSON text goes
+    /// into it as JSON (not as a string): `{}` stands for the column.
+    const JSON_OBJECT: (&'static str, &'static str);
+
+    /// The JSON array text of `value` (a JSON object from a subquery) over its rows,
+    /// in `order`; `[]` for none.
+    fn json_array_agg(value: &str, order: &str) -> String;
+
+    /// The elements of a bound JSON array of pairs as rows `k`: the text before and
+    /// after the parameter, then each row's index (from 0), first and second member;
+    /// the join that keeps them the outer loop; the function that builds a JSON
+    /// array; the operator "is not the same as" for nullable values.
+    const JSON_PAIRS: JsonPairs;
+
     /// The recursive step of a walk over a trace's spans: for each row of the
     /// working table `outer`, the spans `s` of the run's trace meeting `condition`,
     /// as `columns`. Each step must stay a key probe: PostgreSQL, given a plain
@@ -252,6 +278,18 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
+    const JSON_OBJECT: (&'static str, &'static str) = ("json_object", "json({})");
+    // CROSS JOIN keeps the pairs as the outer loop: two key probes each.
+    const JSON_PAIRS: JsonPairs = JsonPairs {
+        before: "json_each(",
+        after: ") AS k",
+        index: "CAST(k.key AS INTEGER)",
+        first: "k.value ->> 0",
+        second: "k.value ->> 1",
+        join: "CROSS JOIN",
+        array: "json_array",
+        differs: "IS NOT",
+    };
 
     fn fold_case(term: &str) -> String {
         term.to_ascii_lowercase()
@@ -276,6 +314,10 @@ impl Dialect for Sqlite {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("json_patch({old}, {new})")
+    }
+
+    fn json_array_agg(value: &str, order: &str) -> String {
+        format!("json_group_array(json({value}) ORDER BY {order})")
     }
 
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
@@ -343,6 +385,17 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    const JSON_OBJECT: (&'static str, &'static str) = ("json_build_object", "({})::json");
+    const JSON_PAIRS: JsonPairs = JsonPairs {
+        before: "jsonb_array_elements(",
+        after: "::jsonb) WITH ORDINALITY AS k(pair, i)",
+        index: "k.i - 1",
+        first: "k.pair ->> 0",
+        second: "k.pair ->> 1",
+        join: "JOIN",
+        array: "json_build_array",
+        differs: "IS DISTINCT FROM",
+    };
 
     fn fold_case(term: &str) -> String {
         term.to_lowercase()
@@ -371,6 +424,10 @@ impl Dialect for Postgres {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("({old}::jsonb || {new}::jsonb)::text")
+    }
+
+    fn json_array_agg(value: &str, order: &str) -> String {
+        format!("COALESCE(json_agg({value} ORDER BY {order}), '[]')::text")
     }
 
     // CASE, not AND: PostgreSQL may evaluate AND's sides in either order, and the

@@ -5,6 +5,7 @@
 //! against both.
 
 mod access;
+mod children;
 mod cursor;
 mod dialect;
 mod group;
@@ -25,6 +26,7 @@ use treeline_wire::{
 };
 
 pub use access::{Access, AccessStore, KeyRecord, SessionRecord};
+pub use children::{BodyDifferences, ChildNode};
 pub use cursor::Cursor;
 pub use postgres::PostgresStore;
 pub use reader::{Reader, Reads, MAX_ANCESTORS};

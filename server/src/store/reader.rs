@@ -11,6 +11,7 @@ use treeline_wire::filter::{
     AttributeKey, AttributeKeys, ValueCount, MAX_ATTRIBUTE_KEYS, TOP_VALUES,
 };
 
+use super::children::{self, BodyDifferences, ChildNode};
 use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
@@ -71,6 +72,33 @@ pub trait Reads: Send + Sync {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<(Vec<SpanDetail>, Option<String>)>;
+    /// Up to `limit` direct children of `parent` with their attributes, in sibling
+    /// order (ordinal, start, id): one side of an alignment.
+    async fn children_nodes(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        parent: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ChildNode>>;
+    /// For each pair `(a_span, b_span)` (A's in `a_trace`, B's in `b_trace`) whose
+    /// stored bodies are not the same text: its index and which of input, output and
+    /// error differ. Pairs whose spans are missing are left out.
+    async fn body_differences(
+        &self,
+        run_id: &str,
+        a_trace: &str,
+        b_trace: &str,
+        pairs: &[(String, String)],
+    ) -> StoreResult<Vec<BodyDifferences>>;
+    /// Up to `limit` traces of the run whose rollout id is `rollout_id`, by step
+    /// (unstepped last), then start.
+    async fn rollout_traces(
+        &self,
+        run_id: &str,
+        rollout_id: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<TraceSummary>>;
     /// The root-attribute keys of the run's traces, by type, most common first: at
     /// most `MAX_ATTRIBUTE_KEYS`, each with its range or its most common values.
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys>;
@@ -112,6 +140,19 @@ impl<DB: Dialect> Reader<DB> {
 
     async fn row(&self, q: Sql<'_, DB>) -> StoreResult<Option<DB::Row>> {
         Ok(self.rows(q).await?.into_iter().next())
+    }
+
+    /// The list that `q`'s one row holds as JSON text in `column`, read by `parse`.
+    async fn json_value<T>(
+        &self,
+        q: Sql<'_, DB>,
+        column: &str,
+        parse: fn(&str) -> StoreResult<Vec<T>>,
+    ) -> StoreResult<Vec<T>> {
+        match self.row(q).await? {
+            Some(row) => parse(&row.req_text(column)?),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// One page of `q` in `order`: the rows past `cursor`, and the cursor of the
@@ -393,6 +434,62 @@ impl<DB: Dialect> Reads for Reader<DB> {
             lead: None,
         })
         .await
+    }
+
+    async fn children_nodes(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        parent: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<ChildNode>> {
+        let q = children::query::<DB>(run_id, trace_id, parent, limit);
+        self.json_value(q, "spans", children::parse).await
+    }
+
+    async fn body_differences(
+        &self,
+        run_id: &str,
+        a_trace: &str,
+        b_trace: &str,
+        pairs: &[(String, String)],
+    ) -> StoreResult<Vec<BodyDifferences>> {
+        if pairs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pairs = serde_json::to_string(pairs).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let q = children::differences_query::<DB>(run_id, a_trace, b_trace, pairs);
+        self.json_value(q, "differ", children::parse_differences)
+            .await
+    }
+
+    async fn rollout_traces(
+        &self,
+        run_id: &str,
+        rollout_id: &str,
+        limit: usize,
+    ) -> StoreResult<Vec<TraceSummary>> {
+        // A point in the rollout prefix index: its expression as written there (SQLite
+        // matches `lower(rollout_id)`, not `lower(t.rollout_id)`), with the partial
+        // index's condition spelled out.
+        let mut q = Sql::new(format!(
+            "SELECT {TRACE_COLUMNS}, r.name AS run_name
+               FROM traces t JOIN runs r ON r.run_id = t.run_id
+              WHERE rollout_id IS NOT NULL AND lower(rollout_id){} = ",
+            DB::BYTE_ORDER
+        ));
+        q.bind(rollout_id.to_lowercase())
+            .push(" AND t.rollout_id = ")
+            .bind(rollout_id)
+            .push(" AND t.run_id = ")
+            .bind(run_id)
+            .push(" ORDER BY t.step IS NULL, t.step, t.start_us, t.trace_id LIMIT ")
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+        self.rows(q)
+            .await?
+            .iter()
+            .map(rows::trace_summary)
+            .collect()
     }
 
     async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {

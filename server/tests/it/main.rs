@@ -4,6 +4,8 @@
 mod access;
 mod api;
 mod common;
+#[cfg(feature = "devtools")]
+mod compare;
 mod conformance;
 mod crash;
 #[cfg(feature = "devtools")]

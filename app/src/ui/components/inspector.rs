@@ -3,11 +3,12 @@ use serde_json::{Map, Value};
 
 use super::body::BodyView;
 use super::copy_text;
-use crate::ui::api::ApiError;
+use crate::ui::api::{self, ApiError};
+use crate::ui::compare_url::{children_link, compare_link, SpanRef, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::{link, WorkspaceUrl};
-use treeline_wire::{dropped_spans, SpanDetail, SpanKind};
+use treeline_wire::{dropped_spans, RolloutMatches, SpanDetail, SpanKind};
 
 #[component]
 pub fn Inspector(
@@ -81,6 +82,7 @@ fn SpanView(d: SpanDetail) -> impl IntoView {
         {d.error.clone().map(|e| view! { <BodyView label="Error" value=Some(e)/> })}
         <BodyView label="Input" value=d.input.clone() truncated=d.input_truncated chat/>
         <BodyView label="Output" value=d.output.clone() truncated=d.output_truncated chat/>
+        <CompareLinks d=d.clone()/>
         <KeyValues label="Attributes" map=d.attributes.clone()/>
         <KeyValues label="Metrics" map=d.metrics.clone()/>
         {(!links.is_empty()).then(|| view! {
@@ -116,4 +118,67 @@ fn KeyValues(label: &'static str, map: Map<String, Value>) -> impl IntoView {
             </section>
         }
     })
+}
+
+/// Ways into the compare page from a span: its children side by side (a GRPO
+/// group's samples), and for a root, the same rollout at other steps.
+#[component]
+fn CompareLinks(d: SpanDetail) -> impl IntoView {
+    let n = &d.node;
+    let children = (n.child_count >= 2).then(|| {
+        let href = children_link(&d.run_id, &d.trace_id, &n.span_id);
+        view! { <a class="compare-link" href=href>{format!("Compare its {} children", n.child_count.min(MAX_COLUMNS as i64))}</a> }
+    });
+    let is_root = n.parent_span_id.is_none();
+    let matches: RwSignal<Option<Result<RolloutMatches, ApiError>>> = RwSignal::new(None);
+    let (run, trace, span) = (d.run_id.clone(), d.trace_id.clone(), n.span_id.clone());
+    let find = {
+        let (run, trace) = (run.clone(), trace.clone());
+        move |_| {
+            let (run, trace) = (run.clone(), trace.clone());
+            leptos::task::spawn_local(async move {
+                matches.set(Some(api::rollouts(run, trace).await));
+            });
+        }
+    };
+    view! {
+        <section class="compare-links">
+            {children}
+            {is_root.then(|| view! {
+                <button type="button" class="link-button" on:click=find>"Same rollout at other steps"</button>
+            })}
+            {move || matches.get().map(|found| match found {
+                Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
+                Ok(m) if m.traces.len() < 2 => view! {
+                    <p class="muted">{match &m.rollout_id {
+                        Some(id) => format!("No other trace of this run has rollout id {id}."),
+                        None => "This trace has no rollout id.".to_string(),
+                    }}</p>
+                }.into_any(),
+                Ok(m) => {
+                    let here = (trace.clone(), span.clone());
+                    let others: Vec<(String, String, Option<i64>)> = m.traces.iter()
+                        .filter(|t| t.trace_id != trace)
+                        .filter_map(|t| t.root_span_id.clone().map(|r| (t.trace_id.clone(), r, t.step)))
+                        .collect();
+                    let all: Vec<SpanRef> = m.traces.iter()
+                        .filter_map(|t| t.root_span_id.clone().map(|r| (t.trace_id.clone(), r)))
+                        .collect();
+                    view! {
+                        <p>
+                            {format!("Rollout {}: ", m.rollout_id.clone().unwrap_or_default())}
+                            <a class="compare-link" href=compare_link(&run, &all)>{format!("compare {}", all.len().min(MAX_COLUMNS))}</a>
+                        </p>
+                        <ul class="rollout-steps">
+                            {others.into_iter().map(|(t, r, step)| {
+                                let href = compare_link(&run, &[here.clone(), (t, r)]);
+                                let label = step.map_or("no step".to_string(), |s| format!("step {s}"));
+                                view! { <li><a href=href>{format!("with {label}")}</a></li> }
+                            }).collect_view()}
+                        </ul>
+                    }.into_any()
+                }
+            })}
+        </section>
+    }
 }

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use crate::ui::api::{self, ApiError};
+use crate::ui::compare_url::{compare_link, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::WorkspaceUrl;
@@ -12,8 +13,25 @@ pub fn TraceList(
     list: Resource<Result<List, ApiError>>,
     go_to: Callback<WorkspaceUrl>,
 ) -> impl IntoView {
+    // Picking traces to compare: their (trace, root span) ids, in the order picked.
+    let picking = RwSignal::new(false);
+    let picked: RwSignal<Vec<(String, String)>> = RwSignal::new(Vec::new());
+    provide_context(Picks { picking, picked });
+    let run_id = move || url.with(|u| u.run_id.clone());
     view! {
-        <div class="pane-head"><strong class="grow">"Traces"</strong></div>
+        <div class="pane-head">
+            <strong class="grow">"Traces"</strong>
+            {move || run_id().map(|run| view! {
+                <button type="button" class="link-button" aria-pressed=move || picking.get().to_string()
+                    on:click=move |_| { picking.update(|p| *p = !*p); picked.set(Vec::new()); }>
+                    {move || if picking.get() { "Cancel" } else { "Select to compare" }}
+                </button>
+                {move || (picking.get() && picked.with(Vec::len) >= 2).then(|| {
+                    let href = picked.with(|p| compare_link(&run, p));
+                    view! { <a class="compare-link" href=href>{move || format!("Compare {}", picked.with(Vec::len))}</a> }
+                })}
+            })}
+        </div>
         <Transition fallback=|| view! { <p class="loading">"Loading traces…"</p> }>
             {move || Suspend::new(async move {
                 match list.await {
@@ -31,6 +49,13 @@ pub fn TraceList(
             })}
         </Transition>
     }
+}
+
+/// The list's picking state, shared with its rows.
+#[derive(Clone, Copy)]
+struct Picks {
+    picking: RwSignal<bool>,
+    picked: RwSignal<Vec<(String, String)>>,
 }
 
 #[component]
@@ -116,8 +141,34 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
             .collect()
     };
     let name = format::trace_name(&t);
+    let picks = use_context::<Picks>();
+    let pick_box = picks.zip(t.root_span_id.clone()).map(|(p, root)| {
+        let key = (t.trace_id.clone(), root);
+        let checked = {
+            let key = key.clone();
+            move || p.picked.with(|list| list.contains(&key))
+        };
+        let full = move || p.picked.with(|list| list.len() >= MAX_COLUMNS);
+        let label = format!("Compare {name}");
+        move || p.picking.get().then(|| {
+            let key = key.clone();
+            let checked = checked.clone();
+            let disabled = {
+                let checked = checked.clone();
+                move || full() && !checked()
+            };
+            view! {
+                <input type="checkbox" class="pick" aria-label=label.clone() prop:checked=checked disabled=disabled
+                    on:change=move |_| p.picked.update(|list| match list.iter().position(|k| *k == key) {
+                        Some(i) => { list.remove(i); }
+                        None => list.push(key.clone()),
+                    })/>
+            }
+        })
+    });
     view! {
         <li class="trace-row">
+            {pick_box}
             <a href=href aria-current=move || selected().then_some("true")>
                 <div class="line1">
                     <StatusBadge status=t.status/>

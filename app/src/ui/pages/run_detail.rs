@@ -3,6 +3,7 @@ use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use leptos_router::NavigateOptions;
 
 use crate::ui::api::{self, encode};
+use crate::ui::compare_url::step_link;
 use crate::ui::components::body::JsonTree;
 use crate::ui::components::chart::LineChart;
 use crate::ui::components::status::{RunBadge, StatusBadge};
@@ -136,6 +137,7 @@ fn MetricCharts(run_id: String, keys: Vec<String>) -> impl IntoView {
 
 #[component]
 fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
+    let compare_run = run_id.clone();
     let query = use_query_map();
     let pinned =
         Signal::derive(move || query.read().get("step").and_then(|s| s.parse::<i64>().ok()));
@@ -206,6 +208,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
                 <button class="chip" on:click=clear.clone() aria-label=format!("Clear step {step}")>
                     {format!("step {step}")} " ×"
                 </button>
+                <a class="compare-link" href=step_link(&compare_run, step)>"Compare this step's traces"</a>
             </p>
         })}
         <Suspense fallback=|| view! { <p class="loading">"Loading traces…"</p> }>

@@ -89,6 +89,14 @@ def _str_param(value, what):
     return value
 
 
+def _pair(value, what):
+    """A (trace_id, span_id) pair as the API's TRACE:SPAN."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 2
+            and all(isinstance(v, str) and v for v in value)):
+        raise TypeError("%s must be a (trace_id, span_id) pair of strings, got %r" % (what, value))
+    return "%s:%s" % tuple(value)
+
+
 def _csv(value, what):
     """A string, or a list of strings joined with commas."""
     if value is None or type(value) is str:
@@ -214,6 +222,33 @@ class Client:
         and the `path` of its ancestors."""
         return self._get("/api/runs/%s/traces/%s/spans/%s" % (
             _seg(run_id, "run_id"), _seg(trace_id, "trace_id"), _seg(span_id, "span_id")))
+
+    # -- comparing -----------------------------------------------------------------
+
+    def align(self, run_id, a, b, threshold=None):
+        """The children of spans `a` and `b` of a run, lined up (docs/api.md 8.13): `a`
+        and `b` are (trace_id, span_id) pairs. Returns {"rows": [{"a", "b", "change",
+        "differences"}], "truncated"}; `change` is "same", "changed", "only_a" or
+        "only_b". Call it again on a pair's span ids for the next level."""
+        params = [("a", _pair(a, "a")), ("b", _pair(b, "b"))]
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
+                raise TypeError("threshold must be a number, got %r" % (threshold,))
+            params.append(("threshold", repr(float(threshold))))
+        return self._get("/api/runs/%s/align" % _seg(run_id, "run_id"), params)
+
+    def diff(self, run_id, a, b):
+        """Two spans' attributes and bodies compared (docs/api.md 8.15): `a` and `b`
+        are (trace_id, span_id) pairs. Returns {"attributes": [{"path", "a", "b"}],
+        "bodies": [{"body", "same", "mode", "text", "changes", "cut"}]}."""
+        params = [("a", _pair(a, "a")), ("b", _pair(b, "b"))]
+        return self._get("/api/runs/%s/diff" % _seg(run_id, "run_id"), params)
+
+    def rollouts(self, run_id, trace_id):
+        """The traces of the run that share this trace's rollout id, by step: a list
+        of trace summaries (empty when the trace has no rollout id)."""
+        return self._get("/api/runs/%s/traces/%s/rollouts" % (
+            _seg(run_id, "run_id"), _seg(trace_id, "trace_id")))["traces"]
 
     # -- export --------------------------------------------------------------------
 

@@ -1,0 +1,342 @@
+//! Aligning the children of two spans for a diff (docs/api.md §8.13). Spans are
+//! matched by kind, then name, then position among the siblings of that kind and
+//! name; a pair differs where its status, duration, counts or attributes do, and
+//! where the database found its bodies differ ([`add_body_differences`]).
+
+use std::collections::HashMap;
+
+use treeline_wire::{AlignedRow, Change, SpanKind};
+
+use crate::store::{BodyDifferences, ChildNode};
+
+type Key = (SpanKind, String, usize);
+
+/// Each span's key: its kind, its name, and how many siblings of that kind and name
+/// came before it.
+fn keys(spans: &[ChildNode]) -> Vec<Key> {
+    let mut seen: HashMap<(SpanKind, &str), usize> = HashMap::new();
+    spans
+        .iter()
+        .map(|s| {
+            let n = seen.entry((s.node.kind, s.node.name.as_str())).or_default();
+            let key = (s.node.kind, s.node.name.clone(), *n);
+            *n += 1;
+            key
+        })
+        .collect()
+}
+
+/// Aligns `a` and `b`, each in sibling order. A's order leads; a span of B that
+/// matches nothing comes in where it stood among B's matched spans.
+pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<AlignedRow> {
+    let position: HashMap<Key, usize> = keys(&b)
+        .into_iter()
+        .enumerate()
+        .map(|(j, key)| (key, j))
+        .collect();
+    let partner: Vec<Option<usize>> = keys(&a).iter().map(|k| position.get(k).copied()).collect();
+    let mut matched = vec![false; b.len()];
+    for j in partner.iter().flatten() {
+        matched[*j] = true;
+    }
+    let mut b: Vec<Option<ChildNode>> = b.into_iter().map(Some).collect();
+    let mut rows = Vec::with_capacity(a.len() + b.len());
+    let mut next_b = 0;
+    for (a_span, partner) in a.into_iter().zip(partner) {
+        let Some(j) = partner else {
+            rows.push(one_side(Some(a_span), None));
+            continue;
+        };
+        while next_b < j {
+            if !matched[next_b] {
+                if let Some(s) = b[next_b].take() {
+                    rows.push(one_side(None, Some(s)));
+                }
+            }
+            next_b += 1;
+        }
+        next_b = next_b.max(j + 1);
+        if let Some(b_span) = b[j].take() {
+            rows.push(pair(a_span, b_span, threshold));
+        }
+    }
+    rows.extend(
+        b.into_iter()
+            .zip(matched)
+            .filter_map(|(s, m)| (!m).then_some(s).flatten())
+            .map(|s| one_side(None, Some(s))),
+    );
+    rows
+}
+
+fn one_side(a: Option<ChildNode>, b: Option<ChildNode>) -> AlignedRow {
+    AlignedRow {
+        change: if a.is_some() {
+            Change::OnlyA
+        } else {
+            Change::OnlyB
+        },
+        a: a.map(|s| s.node),
+        b: b.map(|s| s.node),
+        differences: Vec::new(),
+    }
+}
+
+fn pair(a: ChildNode, b: ChildNode, threshold: f64) -> AlignedRow {
+    let differences = differences(&a, &b, threshold);
+    AlignedRow {
+        change: if differences.is_empty() {
+            Change::Same
+        } else {
+            Change::Changed
+        },
+        a: Some(a.node),
+        b: Some(b.node),
+        differences,
+    }
+}
+
+/// What differs between two matched spans, in a fixed order.
+pub fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
+    let (x, y) = (&a.node, &b.node);
+    [
+        ("status", x.status != y.status),
+        (
+            "duration",
+            duration_changed(x.duration_us, y.duration_us, threshold),
+        ),
+        ("tokens", x.token_count != y.token_count),
+        ("children", x.child_count != y.child_count),
+        ("errors", x.error_count != y.error_count),
+        ("attributes", a.attributes != b.attributes),
+    ]
+    .into_iter()
+    .filter(|(_, differ)| *differ)
+    .map(|(what, _)| what.to_string())
+    .collect()
+}
+
+/// The rows that pair two spans: their indexes, and the (A, B) span ids.
+pub fn pairs(rows: &[AlignedRow]) -> (Vec<usize>, Vec<(String, String)>) {
+    rows.iter()
+        .enumerate()
+        .filter_map(|(i, r)| match (&r.a, &r.b) {
+            (Some(a), Some(b)) => Some((i, (a.span_id.clone(), b.span_id.clone()))),
+            _ => None,
+        })
+        .unzip()
+}
+
+/// Marks the pairs whose bodies differ (`found` indexes into the pairs that
+/// [`pairs`] listed at rows `at`) as changed, naming the bodies.
+pub fn add_body_differences(rows: &mut [AlignedRow], at: &[usize], found: Vec<BodyDifferences>) {
+    for (pair, flags) in found {
+        let Some(row) = at.get(pair).and_then(|&i| rows.get_mut(i)) else {
+            continue;
+        };
+        for (name, differs) in ["input", "output", "error"].into_iter().zip(flags) {
+            if differs {
+                row.differences.push(name.to_string());
+            }
+        }
+        if !row.differences.is_empty() {
+            row.change = Change::Changed;
+        }
+    }
+}
+
+/// Two durations differ when one is missing (still running) or they are further
+/// apart than `threshold` times the longer.
+fn duration_changed(a: Option<i64>, b: Option<i64>, threshold: f64) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (a.max(0) as f64, b.max(0) as f64);
+            (a - b).abs() > threshold * a.max(b)
+        }
+        (None, None) => false,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Map};
+    use treeline_wire::{SpanNode, SpanStatus};
+
+    use super::*;
+
+    fn span(id: &str, kind: SpanKind, name: &str, duration: i64) -> ChildNode {
+        ChildNode {
+            node: SpanNode {
+                span_id: id.into(),
+                parent_span_id: Some("p".into()),
+                name: name.into(),
+                kind,
+                status: SpanStatus::Ok,
+                start_us: 0,
+                end_us: Some(duration),
+                duration_us: Some(duration),
+                step: None,
+                rank: None,
+                child_count: 0,
+                error_count: 0,
+                token_count: None,
+                orphan: false,
+                ordinal: 0,
+            },
+            attributes: Map::new(),
+        }
+    }
+
+    fn turn(id: &str) -> ChildNode {
+        let name = id.trim_end_matches(|c: char| c.is_ascii_digit());
+        let kind = match name {
+            "llm" => SpanKind::Model,
+            _ => SpanKind::Tool,
+        };
+        span(id, kind, name, 100)
+    }
+
+    /// Each row as "a-id|b-id change".
+    fn shape(rows: &[AlignedRow]) -> Vec<String> {
+        rows.iter()
+            .map(|r| {
+                let id =
+                    |n: &Option<SpanNode>| n.as_ref().map_or("-".into(), |n| n.span_id.clone());
+                format!("{}|{} {:?}", id(&r.a), id(&r.b), r.change)
+            })
+            .collect()
+    }
+
+    fn side(ids: &[&str]) -> Vec<ChildNode> {
+        ids.iter().map(|id| turn(id)).collect()
+    }
+
+    #[test]
+    fn equal_levels_pair_up_the_same() {
+        let rows = align(
+            side(&["llm1", "search1", "llm2"]),
+            side(&["llm1", "search1", "llm2"]),
+            0.2,
+        );
+        assert_eq!(
+            shape(&rows),
+            ["llm1|llm1 Same", "search1|search1 Same", "llm2|llm2 Same"]
+        );
+    }
+
+    #[test]
+    fn an_inserted_span_is_only_in_b_where_it_stood() {
+        let rows = align(
+            side(&["llm1", "llm2"]),
+            side(&["llm1", "search1", "llm2"]),
+            0.2,
+        );
+        assert_eq!(
+            shape(&rows),
+            ["llm1|llm1 Same", "-|search1 OnlyB", "llm2|llm2 Same"]
+        );
+    }
+
+    #[test]
+    fn a_removed_span_is_only_in_a() {
+        let rows = align(
+            side(&["llm1", "search1", "llm2"]),
+            side(&["llm1", "llm2"]),
+            0.2,
+        );
+        assert_eq!(
+            shape(&rows),
+            ["llm1|llm1 Same", "search1|- OnlyA", "llm2|llm2 Same"]
+        );
+    }
+
+    #[test]
+    fn reordered_siblings_still_pair_by_kind_and_name() {
+        let rows = align(side(&["llm1", "search1"]), side(&["search1", "llm1"]), 0.2);
+        assert_eq!(shape(&rows), ["llm1|llm1 Same", "search1|search1 Same"]);
+    }
+
+    #[test]
+    fn repeated_names_pair_by_their_position_among_namesakes() {
+        // Two model calls named alike on each side: first with first, second with
+        // second, whatever stands between them.
+        let a = vec![
+            span("a1", SpanKind::Model, "llm", 100),
+            span("a2", SpanKind::Model, "llm", 100),
+        ];
+        let b = vec![
+            span("b1", SpanKind::Model, "llm", 100),
+            span("bt", SpanKind::Tool, "search", 5),
+            span("b2", SpanKind::Model, "llm", 100),
+            span("b3", SpanKind::Model, "llm", 100),
+        ];
+        let rows = align(a, b, 0.2);
+        assert_eq!(
+            shape(&rows),
+            ["a1|b1 Same", "-|bt OnlyB", "a2|b2 Same", "-|b3 OnlyB"]
+        );
+        // A tool and a model call of one name are different spans.
+        let rows = align(
+            vec![span("x", SpanKind::Tool, "llm", 1)],
+            side(&["llm1"]),
+            0.2,
+        );
+        assert_eq!(shape(&rows), ["x|- OnlyA", "-|llm1 OnlyB"]);
+    }
+
+    #[test]
+    fn a_pair_says_what_changed() {
+        let a = span("a", SpanKind::Model, "llm", 100);
+        let mut b = span("b", SpanKind::Model, "llm", 115);
+        assert!(
+            differences(&a, &b, 0.2).is_empty(),
+            "15% apart is within 20%"
+        );
+        b.node.duration_us = Some(200);
+        b.node.status = SpanStatus::Error;
+        b.attributes.insert("temperature".into(), json!(0.7));
+        assert_eq!(
+            differences(&a, &b, 0.2),
+            ["status", "duration", "attributes"]
+        );
+        b.node.duration_us = None;
+        assert!(
+            differences(&a, &b, 10.0).contains(&"duration".to_string()),
+            "running vs done"
+        );
+        let mut c = span("c", SpanKind::Model, "llm", 100);
+        let mut d = span("d", SpanKind::Model, "llm", 100);
+        c.attributes.insert("x".into(), json!(1));
+        c.attributes.insert("y".into(), json!(2));
+        d.attributes.insert("y".into(), json!(2));
+        d.attributes.insert("x".into(), json!(1));
+        assert!(
+            differences(&c, &d, 0.2).is_empty(),
+            "attribute order is no difference"
+        );
+    }
+
+    #[test]
+    fn bodies_found_to_differ_change_their_pair() {
+        let mut rows = align(
+            side(&["llm1", "search1", "llm2"]),
+            side(&["llm1", "llm2"]),
+            0.2,
+        );
+        let (at, ids) = pairs(&rows);
+        assert_eq!(at, [0, 2]);
+        assert_eq!(ids[1], ("llm2".to_string(), "llm2".to_string()));
+        // The database found the second pair's output and error differ.
+        add_body_differences(
+            &mut rows,
+            &at,
+            vec![(1, [false, true, true]), (9, [true; 3])],
+        );
+        assert_eq!(
+            shape(&rows),
+            ["llm1|llm1 Same", "search1|- OnlyA", "llm2|llm2 Changed"]
+        );
+        assert_eq!(rows[2].differences, ["output", "error"]);
+    }
+}

@@ -1,0 +1,192 @@
+//! One level of a span's children for an alignment, read as one JSON value (SQLite
+//! hands each row of a plain SELECT across threads on its own, about 25 µs a row
+//! here: most of a 10,000-span level's time), and which bodies of matched pairs
+//! differ, compared as stored text inside the database.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use treeline_wire::{SpanKind, SpanNode, SpanStatus};
+
+use super::dialect::{Dialect, Sql};
+use super::{StoreError, StoreResult};
+
+/// A child span as an alignment needs it: its node and attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChildNode {
+    pub node: SpanNode,
+    pub attributes: Map<String, Value>,
+}
+
+/// Which bodies of a matched pair differ: the pair's index, then input, output and
+/// error.
+pub type BodyDifferences = (usize, [bool; 3]);
+
+/// A child as the query's JSON spells it.
+#[derive(Deserialize)]
+struct Raw {
+    span_id: String,
+    parent_span_id: Option<String>,
+    tree_parent: Option<String>,
+    name: String,
+    kind: Option<SpanKind>,
+    status: SpanStatus,
+    start_us: Option<i64>,
+    end_us: Option<i64>,
+    step: Option<i64>,
+    rank: Option<i64>,
+    ordinal: i64,
+    child_count: i64,
+    error_count: i64,
+    token_count: Option<i64>,
+    attributes: Option<Map<String, Value>>,
+}
+
+/// `(name, column, is_json)`: the fields of [`Raw`].
+const FIELDS: &[(&str, &str, bool)] = &[
+    ("span_id", "s.span_id", false),
+    ("parent_span_id", "s.parent_span_id", false),
+    ("tree_parent", "s.tree_parent", false),
+    ("name", "s.name", false),
+    ("kind", "s.kind", false),
+    ("status", "s.status", false),
+    ("start_us", "s.start_us", false),
+    ("end_us", "s.end_us", false),
+    ("step", "s.step", false),
+    ("rank", "s.rank", false),
+    ("ordinal", "s.ordinal", false),
+    ("child_count", "s.child_count", false),
+    ("error_count", "s.error_count", false),
+    ("token_count", "s.token_count", false),
+    ("attributes", "s.attributes", true),
+];
+
+/// Up to `limit` children of `parent`, in sibling order, as one JSON array in the
+/// column `spans`.
+pub(super) fn query<'a, DB: Dialect>(
+    run_id: &'a str,
+    trace_id: &'a str,
+    parent: &'a str,
+    limit: usize,
+) -> Sql<'a, DB> {
+    let mut q = Sql::new(format!(
+        "SELECT {} AS spans FROM (SELECT {} AS j, s.ordinal AS o1, s.start_us AS o2, \
+         s.span_id AS o3 FROM spans s WHERE s.run_id = ",
+        DB::json_array_agg("x.j", "x.o1, x.o2, x.o3"),
+        json_object::<DB>()
+    ));
+    q.bind(run_id)
+        .push(" AND s.trace_id = ")
+        .bind(trace_id)
+        .push(" AND s.tree_parent = ")
+        .bind(parent)
+        .push(" ORDER BY s.ordinal, s.start_us, s.span_id LIMIT ")
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .push(") x");
+    q
+}
+
+/// The JSON object of a child's [`FIELDS`], in the database's words.
+fn json_object<DB: Dialect>() -> String {
+    let (function, as_json) = DB::JSON_OBJECT;
+    let args: Vec<String> = FIELDS
+        .iter()
+        .map(|(name, column, is_json)| match is_json {
+            true => format!("'{name}', {}", as_json.replace("{}", column)),
+            false => format!("'{name}', {column}"),
+        })
+        .collect();
+    format!("{function}({})", args.join(", "))
+}
+
+/// For each pair of `pairs` (a JSON array of `[a_span, b_span]`) whose stored bodies
+/// are not the same text: one row whose column `differ` is a JSON array of
+/// `[index, input, output, error]`, each flag saying whether that body differs.
+pub(super) fn differences_query<'a, DB: Dialect>(
+    run_id: &'a str,
+    a_trace: &'a str,
+    b_trace: &'a str,
+    pairs: String,
+) -> Sql<'a, DB> {
+    let p = DB::JSON_PAIRS;
+    let differs = |body: &str| format!("a.{body} {} b.{body}", p.differs);
+    let mut q = Sql::new(format!(
+        "SELECT {} AS differ FROM {}",
+        DB::json_array_agg(
+            &format!(
+                "{}({}, {}, {}, {})",
+                p.array,
+                p.index,
+                differs("input"),
+                differs("output"),
+                differs("error")
+            ),
+            p.index
+        ),
+        p.before
+    ));
+    q.bind(pairs)
+        .push(format!("{} {} spans a ON a.run_id = ", p.after, p.join))
+        .bind(run_id)
+        .push(" AND a.trace_id = ")
+        .bind(a_trace)
+        .push(format!(
+            " AND a.span_id = {} {} spans b ON b.run_id = ",
+            p.first, p.join
+        ))
+        .bind(run_id)
+        .push(" AND b.trace_id = ")
+        .bind(b_trace)
+        .push(format!(
+            " AND b.span_id = {} WHERE {} OR {} OR {}",
+            p.second,
+            differs("input"),
+            differs("output"),
+            differs("error")
+        ));
+    q
+}
+
+/// The children from the query's JSON.
+pub(super) fn parse(text: &str) -> StoreResult<Vec<ChildNode>> {
+    let raw: Vec<Raw> =
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    Ok(raw
+        .into_iter()
+        .map(|r| {
+            let start_us = r.start_us.unwrap_or(0);
+            let orphan = r.parent_span_id.is_some() && r.tree_parent.as_deref() == Some("");
+            ChildNode {
+                node: SpanNode {
+                    span_id: r.span_id,
+                    parent_span_id: r.parent_span_id,
+                    name: r.name,
+                    kind: r.kind.unwrap_or(SpanKind::Custom),
+                    status: r.status,
+                    start_us,
+                    end_us: r.end_us,
+                    duration_us: r.end_us.map(|e| e.saturating_sub(start_us)),
+                    step: r.step,
+                    rank: r.rank,
+                    child_count: r.child_count,
+                    error_count: r.error_count,
+                    token_count: r.token_count,
+                    orphan,
+                    ordinal: r.ordinal,
+                },
+                attributes: r.attributes.unwrap_or_default(),
+            }
+        })
+        .collect())
+}
+
+/// The differing pairs from their query's JSON: `[index, input, output, error]`,
+/// the flags as booleans (PostgreSQL) or 0 and 1 (SQLite).
+pub(super) fn parse_differences(text: &str) -> StoreResult<Vec<BodyDifferences>> {
+    let raw: Vec<(usize, Value, Value, Value)> =
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    let set = |v: &Value| v.as_bool().unwrap_or_else(|| v.as_i64() == Some(1));
+    Ok(raw
+        .into_iter()
+        .map(|(i, input, output, error)| (i, [set(&input), set(&output), set(&error)]))
+        .collect())
+}

@@ -1,0 +1,159 @@
+//! Comparing spans through the HTTP API on each database: a GRPO-shaped group
+//! aligned and diffed, and a rollout id found across steps.
+
+use crate::common::{self, close, open, with, TestStore};
+use serde_json::{json, Value};
+use treeline_client::{Client, ClientError};
+use treeline_server::demo::spawn_api_server;
+use treeline_wire::{Alignment, Change, RolloutMatches, RunUpsert, SpanDiff};
+
+/// A prompt's group: two samples under one root, the winner with a verifier the
+/// loser lacks, and rollouts of one eval prompt at steps 0, 50 and 100.
+fn events() -> Vec<Value> {
+    let mut e = vec![open("g", "root", None, "rollout", 0)];
+    for (sample, (reward, answer)) in [(1.0, "42"), (0.0, "41")].into_iter().enumerate() {
+        let s = format!("s{sample}");
+        let t0 = 10 + sample as i64 * 1_000;
+        e.push(with(
+            open("g", &s, Some("root"), "agent", t0),
+            json!({"name": format!("sample {sample}"), "attributes": {"sample": sample}}),
+        ));
+        e.push(with(
+            open("g", &format!("{s}-llm"), Some(&s), "model", t0 + 1),
+            json!({"name": "policy", "input": {"messages": [{"role": "user", "content": "6 times 7?"}]}}),
+        ));
+        e.push(with(
+            close("g", &format!("{s}-llm"), "ok", t0 + 100),
+            json!({"output": {"role": "assistant", "content": format!("The answer is {answer}")}}),
+        ));
+        if sample == 0 {
+            e.push(with(
+                open("g", "s0-verify", Some("s0"), "agent", t0 + 200),
+                json!({"name": "verifier"}),
+            ));
+            e.push(close("g", "s0-verify", "ok", t0 + 300));
+        }
+        e.push(with(
+            close("g", &s, "ok", t0 + 400),
+            json!({"attributes": {"reward": reward}}),
+        ));
+    }
+    e.push(close("g", "root", "ok", 5_000));
+    for step in [100, 0, 50] {
+        let t = format!("eval-{step}");
+        e.push(with(
+            open(&t, "root", None, "evaluator", 10_000 + step),
+            json!({"step": step, "attributes": {"rollout_id": "eval-p1"}}),
+        ));
+        e.push(close(&t, "root", "ok", 20_000 + step));
+    }
+    e.push(with(
+        open("other", "root", None, "evaluator", 1),
+        json!({"attributes": {"rollout_id": "eval-p2"}}),
+    ));
+    e
+}
+
+async fn compare(store: TestStore) {
+    let (base, server) = spawn_api_server(store.store.clone()).await.expect("server");
+    let client = Client::new(&base);
+    let run = RunUpsert {
+        project: "cmp".into(),
+        ..Default::default()
+    };
+    client.put_run("r1", &run).await.expect("run");
+    let answer = client.send_events("r1", &events()).await.expect("events");
+    assert!(answer.rejected.is_empty(), "{:?}", answer.rejected);
+
+    // The two samples' children: the model calls pair up and differ in output;
+    // the verifier is only in A.
+    let level: Alignment = client
+        .get("/api/runs/r1/align?a=g:s0&b=g:s1")
+        .await
+        .expect("align");
+    let shape: Vec<(Option<&str>, Option<&str>, Change)> = level
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.a.as_ref().map(|n| n.span_id.as_str()),
+                r.b.as_ref().map(|n| n.span_id.as_str()),
+                r.change,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (Some("s0-llm"), Some("s1-llm"), Change::Changed),
+            (Some("s0-verify"), None, Change::OnlyA),
+        ]
+    );
+    assert_eq!(level.rows[0].differences, ["output"]);
+    assert!(!level.truncated);
+
+    // The pair's bodies: the answers differ by a word, the prompts not at all.
+    let diff: SpanDiff = client
+        .get("/api/runs/r1/diff?a=g:s0-llm&b=g:s1-llm")
+        .await
+        .expect("diff");
+    let output = &diff.bodies[1];
+    assert_eq!((output.body.as_str(), output.same), ("output", false));
+    let text: Vec<(String, String)> = output
+        .text
+        .iter()
+        .map(|p| (format!("{:?}", p.tag), p.text.clone()))
+        .collect();
+    assert!(text.contains(&("Delete".into(), "42".into())), "{text:?}");
+    assert!(text.contains(&("Insert".into(), "41".into())), "{text:?}");
+    assert!(diff.bodies[0].same);
+    // The samples themselves differ in their reward.
+    let roots: SpanDiff = client
+        .get("/api/runs/r1/diff?a=g:s0&b=g:s1")
+        .await
+        .expect("diff");
+    let paths: Vec<&str> = roots.attributes.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(paths, ["$.sample", "$.reward"]);
+
+    // One eval prompt across steps, in step order.
+    let matches: RolloutMatches = client
+        .get("/api/runs/r1/traces/eval-50/rollouts")
+        .await
+        .expect("rollouts");
+    assert_eq!(matches.rollout_id.as_deref(), Some("eval-p1"));
+    let ids: Vec<&str> = matches.traces.iter().map(|t| t.trace_id.as_str()).collect();
+    assert_eq!(ids, ["eval-0", "eval-50", "eval-100"]);
+    let none: RolloutMatches = client
+        .get("/api/runs/r1/traces/g/rollouts")
+        .await
+        .expect("rollouts");
+    assert_eq!((none.rollout_id, none.traces.len()), (None, 0));
+
+    // Bad sides are named; a missing span is never replaced by another.
+    for (query, code) in [
+        ("a=g:s0", "missing_parameter"),
+        ("a=g&b=g:s1", "invalid_parameter"),
+        ("a=g:s0&b=g:nope", "span_not_found"),
+        ("a=g:s0&b=nope:s1", "trace_not_found"),
+        ("a=g:s0&b=g:s1&threshold=-1", "invalid_parameter"),
+    ] {
+        match client
+            .get::<Alignment>(&format!("/api/runs/r1/align?{query}"))
+            .await
+        {
+            Err(ClientError::Api { code: got, .. }) => assert_eq!(got, code, "{query}"),
+            other => panic!("{query}: {other:?}"),
+        }
+    }
+    server.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_align_diff_and_find_their_rollouts_on_sqlite() {
+    compare(common::sqlite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_align_diff_and_find_their_rollouts_on_postgres() {
+    compare(common::postgres().await).await;
+}
