@@ -68,20 +68,25 @@ pub(super) fn query<'a, DB: Dialect>(
     parent: &'a str,
     limit: usize,
 ) -> Sql<'a, DB> {
+    // The page of ids in a subquery, the objects built in the aggregate itself: an
+    // object passed up from a subquery is text that SQLite would parse again.
     let mut q = Sql::new(format!(
-        "SELECT {} AS spans FROM (SELECT {} AS j, s.ordinal AS o1, s.start_us AS o2, \
-         s.span_id AS o3 FROM spans s WHERE s.run_id = ",
-        DB::json_array_agg("x.j", "x.o1, x.o2, x.o3"),
-        json_object::<DB>()
+        "SELECT {} AS spans FROM (SELECT span_id AS id, ordinal AS o1, start_us AS o2 \
+         FROM spans WHERE run_id = ",
+        DB::json_array_agg(&json_object::<DB>(), "k.o1, k.o2, k.id"),
     ));
     q.bind(run_id)
+        .push(" AND trace_id = ")
+        .bind(trace_id)
+        .push(" AND tree_parent = ")
+        .bind(parent)
+        .push(" ORDER BY ordinal, start_us, span_id LIMIT ")
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .push(") k JOIN spans s ON s.run_id = ")
+        .bind(run_id)
         .push(" AND s.trace_id = ")
         .bind(trace_id)
-        .push(" AND s.tree_parent = ")
-        .bind(parent)
-        .push(" ORDER BY s.ordinal, s.start_us, s.span_id LIMIT ")
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .push(") x");
+        .push(" AND s.span_id = k.id");
     q
 }
 

@@ -243,8 +243,8 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// into it as JSON (not as a string): `{}` stands for the column.
     const JSON_OBJECT: (&'static str, &'static str);
 
-    /// The JSON array text of `value` (a JSON object from a subquery) over its rows,
-    /// in `order`; `[]` for none.
+    /// The JSON array text of `value` (a call that builds JSON, such as
+    /// [`Dialect::JSON_OBJECT`]'s) over the rows, in `order`; `[]` for none.
     fn json_array_agg(value: &str, order: &str) -> String;
 
     /// The elements of a bound JSON array of pairs as rows `k`: the text before and
@@ -317,7 +317,7 @@ impl Dialect for Sqlite {
     }
 
     fn json_array_agg(value: &str, order: &str) -> String {
-        format!("json_group_array(json({value}) ORDER BY {order})")
+        format!("json_group_array({value} ORDER BY {order})")
     }
 
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
