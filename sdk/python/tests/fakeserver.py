@@ -24,6 +24,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+def serve_in_thread(handler):
+    """Serves `handler` (a BaseHTTPRequestHandler class) on a free loopback port from a
+    daemon thread; returns the server (shut it down with `stop_serving`) and its URL."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    return httpd, "http://127.0.0.1:%d" % httpd.server_address[1]
+
+
+def stop_serving(httpd):
+    httpd.shutdown()
+    httpd.server_close()
+
+
 class Recorder:
     def __init__(self):
         self.requests = []  # (method, path, headers, body)

@@ -7,12 +7,12 @@ import http.server
 import io
 import json
 import secrets
-import threading
 import time
 
 import pytest
 
 import treeline as tl
+from fakeserver import serve_in_thread, stop_serving
 from treeline import transfer
 
 
@@ -78,13 +78,10 @@ class Stub:
 
             do_PUT = do_POST = _write
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        self.httpd, self.url = serve_in_thread(Handler)
 
     def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop_serving(self.httpd)
 
     def writes(self, method=None):
         return [r for r in self.requests if r[0] != "GET" and (method is None or r[0] == method)]

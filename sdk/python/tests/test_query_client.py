@@ -6,12 +6,11 @@ import http.server
 import itertools
 import json
 import secrets
-import threading
 
 import pytest
 
 import treeline as tl
-from fakeserver import free_port
+from fakeserver import free_port, serve_in_thread, stop_serving
 
 
 # -- a scripted stand-in -------------------------------------------------------------
@@ -45,13 +44,10 @@ class Stub:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        self.httpd, self.url = serve_in_thread(Handler)
 
     def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        stop_serving(self.httpd)
 
 
 @pytest.fixture

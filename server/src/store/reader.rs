@@ -142,6 +142,20 @@ impl<DB: Dialect> Reader<DB> {
         Ok(self.rows(q).await?.into_iter().next())
     }
 
+    /// A trace's opened spans with their bodies, for `rows::span_detail`; a caller
+    /// may add conditions and an order.
+    fn opened_spans<'a>(run_id: &'a str, trace_id: &'a str) -> Sql<'a, DB> {
+        let mut q = Sql::new(format!(
+            "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
+            rows::SPAN_BODY_COLUMNS
+        ));
+        q.bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(" AND s.has_open");
+        q
+    }
+
     /// The list that `q`'s one row holds as JSON text in `column`, read by `parse`.
     async fn json_value<T>(
         &self,
@@ -411,14 +425,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
         limit: usize,
         cursor: Option<&Cursor>,
     ) -> StoreResult<(Vec<SpanDetail>, Option<String>)> {
-        let mut q = Sql::new(format!(
-            "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
-            rows::SPAN_BODY_COLUMNS
-        ));
-        q.bind(run_id)
-            .push(" AND s.trace_id = ")
-            .bind(trace_id)
-            .push(" AND s.has_open");
+        let q = Self::opened_spans(run_id, trace_id);
         let order = Keyset {
             columns: &["s.start_us", "s.span_id"],
             descending: false,
@@ -509,16 +516,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
         trace_id: &str,
         span_id: &str,
     ) -> StoreResult<Option<SpanDetail>> {
-        let mut q = Sql::new(format!(
-            "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
-            rows::SPAN_BODY_COLUMNS
-        ));
-        q.bind(run_id)
-            .push(" AND s.trace_id = ")
-            .bind(trace_id)
-            .push(" AND s.span_id = ")
-            .bind(span_id)
-            .push(" AND s.has_open");
+        let mut q = Self::opened_spans(run_id, trace_id);
+        q.push(" AND s.span_id = ").bind(span_id);
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };

@@ -110,3 +110,27 @@ pub(crate) fn with(mut event: Value, extra: Value) -> Value {
     }
     event
 }
+
+/// Serves the API over `store` on a loopback port and writes `events` into run
+/// `run_id` of `project` through it, as a client would: the server's address, a
+/// client of it, and the server's task.
+#[cfg(feature = "devtools")]
+pub(crate) async fn served_run(
+    store: &TestStore,
+    run_id: &str,
+    project: &str,
+    events: &[Value],
+) -> (String, treeline_client::Client, tokio::task::JoinHandle<()>) {
+    let (base, server) = treeline_server::demo::spawn_api_server(store.store.clone())
+        .await
+        .expect("server");
+    let client = treeline_client::Client::new(&base);
+    let run = RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    client.put_run(run_id, &run).await.expect("run");
+    let answer = client.send_events(run_id, events).await.expect("events");
+    assert!(answer.rejected.is_empty(), "{:?}", answer.rejected);
+    (base, client, server)
+}

@@ -3,9 +3,8 @@
 
 use crate::common::{self, close, open, with, TestStore};
 use serde_json::{json, Value};
-use treeline_client::{Client, ClientError};
-use treeline_server::demo::spawn_api_server;
-use treeline_wire::{Alignment, Change, RolloutMatches, RunUpsert, SpanDiff};
+use treeline_client::ClientError;
+use treeline_wire::{Alignment, Change, RolloutMatches, SpanDiff};
 
 /// A prompt's group: two samples under one root, the winner with a verifier the
 /// loser lacks, and rollouts of one eval prompt at steps 0, 50 and 100.
@@ -55,15 +54,7 @@ fn events() -> Vec<Value> {
 }
 
 async fn compare(store: TestStore) {
-    let (base, server) = spawn_api_server(store.store.clone()).await.expect("server");
-    let client = Client::new(&base);
-    let run = RunUpsert {
-        project: "cmp".into(),
-        ..Default::default()
-    };
-    client.put_run("r1", &run).await.expect("run");
-    let answer = client.send_events("r1", &events()).await.expect("events");
-    assert!(answer.rejected.is_empty(), "{:?}", answer.rejected);
+    let (_, client, server) = common::served_run(&store, "r1", "cmp", &events()).await;
 
     // The two samples' children: the model calls pair up and differ in output;
     // the verifier is only in A.

@@ -8,8 +8,9 @@ use crate::common::{self, close, open, with, TestStore};
 use serde_json::{json, Value};
 use treeline_client::Client;
 use treeline_server::demo::spawn_api_server;
+use treeline_server::failure::Outcome;
 use treeline_server::transfer::{self, ExportArgs, ServerArgs};
-use treeline_wire::{RunUpsert, SpanPage};
+use treeline_wire::SpanPage;
 
 fn events() -> Vec<Value> {
     vec![
@@ -52,6 +53,18 @@ fn events() -> Vec<Value> {
 }
 
 async fn export_to(base: &str, run: &str, path: &Path, trace: Option<&str>, filter: &[&str]) {
+    try_export(base, run, path, trace, filter)
+        .await
+        .expect("export");
+}
+
+async fn try_export(
+    base: &str,
+    run: &str,
+    path: &Path,
+    trace: Option<&str>,
+    filter: &[&str],
+) -> Outcome {
     transfer::export(ExportArgs {
         run_id: run.into(),
         trace_id: trace.map(str::to_string),
@@ -65,7 +78,6 @@ async fn export_to(base: &str, run: &str, path: &Path, trace: Option<&str>, filt
         },
     })
     .await
-    .expect("export");
 }
 
 fn lines(path: &Path) -> Vec<Value> {
@@ -80,16 +92,8 @@ fn lines(path: &Path) -> Vec<Value> {
 
 async fn round_trip(source: TestStore) {
     let target = common::sqlite().await;
-    let (from, a) = spawn_api_server(source.store.clone()).await.expect("a");
+    let (from, _, a) = common::served_run(&source, "r1", "transfer", &events()).await;
     let (to, b) = spawn_api_server(target.store.clone()).await.expect("b");
-    let client = Client::new(&from);
-    let run = RunUpsert {
-        project: "transfer".into(),
-        ..Default::default()
-    };
-    client.put_run("r1", &run).await.expect("run");
-    let answer = client.send_events("r1", &events()).await.expect("events");
-    assert!(answer.rejected.is_empty(), "{:?}", answer.rejected);
 
     let dir = tempfile::tempdir().expect("tmp");
     let first = dir.path().join("first.jsonl");
@@ -139,20 +143,9 @@ async fn round_trip(source: TestStore) {
 
     // An unknown run is an error that names it, and writes nothing.
     let none = dir.path().join("none.jsonl");
-    let missing = transfer::export(ExportArgs {
-        run_id: "nope".into(),
-        trace_id: None,
-        filter: vec![],
-        q: None,
-        step: None,
-        output: Some(none.clone()),
-        server: ServerArgs {
-            url: from.clone(),
-            api_key: None,
-        },
-    })
-    .await
-    .expect_err("no such run");
+    let missing = try_export(&from, "nope", &none, None, &[])
+        .await
+        .expect_err("no such run");
     assert!(missing.report().contains("nope"), "{}", missing.report());
     assert!(!none.exists());
     a.abort();
