@@ -234,7 +234,10 @@ impl<L: Loader> Batch<'_, L> {
         s.step = open.step.or(parent_step);
         s.rank = open.rank;
         s.thread_id = open.thread_id;
-        let (attributes, warning) = self.merge_attributes(&key, open.attributes, index).await?;
+        let is_root = open.parent_span_id.is_none();
+        let (attributes, warning) = self
+            .merge_attributes(&key, open.attributes, index, is_root)
+            .await?;
         let span = self.span(&trace_id, &span_id);
         // The last input that arrived wins: one may also ride the close.
         if open.input.is_some() {
@@ -290,7 +293,7 @@ impl<L: Loader> Batch<'_, L> {
                 t.end_us = state.end_us;
                 t.root_tokens = state.token_count;
             }
-            lift_root_attributes(trace, &attributes);
+            lift_root_attributes(trace, attributes);
         } else if state.has_close {
             t.child_tokens = t
                 .child_tokens
@@ -315,7 +318,10 @@ impl<L: Loader> Batch<'_, L> {
         s.status = close.status;
         s.end_us = Some(close.ts);
         s.token_count = close.token_count;
-        let (attributes, warning) = self.merge_attributes(&key, close.attributes, index).await?;
+        let is_root = s.is_root();
+        let (attributes, warning) = self
+            .merge_attributes(&key, close.attributes, index, is_root)
+            .await?;
         let span = self.span(&trace_id, &span_id);
         span.metrics.extend(close.metrics);
         span.links.extend(close.links);
@@ -340,7 +346,7 @@ impl<L: Loader> Batch<'_, L> {
             trace.state.status = state.status;
             trace.state.end_us = state.end_us;
             trace.state.root_tokens = state.token_count;
-            lift_root_attributes(trace, &attributes);
+            lift_root_attributes(trace, attributes);
         } else if state.has_open {
             trace.state.child_tokens = trace
                 .state
@@ -352,12 +358,15 @@ impl<L: Loader> Batch<'_, L> {
 
     /// Adds `incoming` to the span's attributes, keeping the first 256 names in the
     /// order they were set; a name set again (on the close, say) counts once.
+    /// With `lift` (a root's event) it also answers the attributes it kept, for the
+    /// trace summary; other spans' events, nearly all of them, copy nothing.
     async fn merge_attributes(
         &mut self,
         key: &Key,
         incoming: Map<String, Value>,
         index: usize,
-    ) -> Result<(Map<String, Value>, Option<Warning>), L::Error> {
+        lift: bool,
+    ) -> Result<(Option<Map<String, Value>>, Option<Warning>), L::Error> {
         let span = self
             .spans
             .get(key)
@@ -381,8 +390,9 @@ impl<L: Loader> Batch<'_, L> {
             .expect("the event's span is in the batch");
         let Some(mut names) = known else {
             span.state.attr_count += new_names;
-            span.attributes.extend(incoming.clone());
-            return Ok((incoming, None));
+            let lifted = lift.then(|| incoming.clone());
+            span.attributes.extend(incoming);
+            return Ok((lifted, None));
         };
         let mut kept = Map::new();
         let mut dropped = 0usize;
@@ -395,12 +405,13 @@ impl<L: Loader> Batch<'_, L> {
             }
         }
         span.state.attr_count = names.len() as i64;
-        span.attributes.extend(kept.clone());
+        let lifted = lift.then(|| kept.clone());
+        span.attributes.extend(kept);
         let warning = (dropped > 0).then(|| Warning {
             index,
             message: format!("{dropped} attributes past the first {MAX_ATTRIBUTES} were dropped"),
         });
-        Ok((kept, warning))
+        Ok((lifted, warning))
     }
 
     /// Adds `n` to the error count of `span_id` and every ancestor known so far.
@@ -477,9 +488,12 @@ fn count(plan: &mut Plan, activity: Activity, sign: i64) {
     }
 }
 
-fn lift_root_attributes(trace: &mut TraceWrite, attributes: &Map<String, Value>) {
+fn lift_root_attributes(trace: &mut TraceWrite, attributes: Option<Map<String, Value>>) {
+    let Some(attributes) = attributes else {
+        return;
+    };
     if let Some(Value::String(id)) = attributes.get("rollout_id") {
         trace.state.rollout_id = Some(id.clone());
     }
-    trace.attributes.extend(attributes.clone());
+    trace.attributes.extend(attributes);
 }
