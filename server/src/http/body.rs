@@ -58,11 +58,24 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
         .to_ascii_lowercase();
     match encoding.as_str() {
         "" | "identity" => Ok(wire),
-        "gzip" | "x-gzip" => inflate(flate2::read::GzDecoder::new(&wire[..]), "gzip"),
+        "gzip" | "x-gzip" => {
+            // The trailer's size (mod 4 GiB, and a sender may lie): a hint only.
+            let hint = wire
+                .len()
+                .checked_sub(4)
+                .and_then(|at| wire.get(at..))
+                .and_then(|tail| tail.try_into().ok())
+                .map(|tail| u32::from_le_bytes(tail) as usize);
+            inflate(flate2::read::GzDecoder::new(&wire[..]), "gzip", hint)
+        }
         "zstd" => {
             let decoder = zstd::stream::read::Decoder::new(&wire[..])
                 .map_err(|e| ApiError::bad("invalid_body", format!("zstd body: {e}")))?;
-            inflate(decoder, "zstd")
+            let hint = zstd::zstd_safe::get_frame_content_size(&wire)
+                .ok()
+                .flatten()
+                .and_then(|size| usize::try_from(size).ok());
+            inflate(decoder, "zstd", hint)
         }
         other => Err(ApiError::UnsupportedEncoding(format!(
             "Content-Encoding {other:?} is not supported; use gzip or zstd"
@@ -70,24 +83,36 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
     }
 }
 
-fn inflate(reader: impl Read, name: &str) -> ApiResult<Bytes> {
-    let mut out = Vec::new();
-    reader
-        .take(MAX_INFLATED_BYTES as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| {
-            ApiError::bad(
-                "invalid_body",
-                format!("{name} body could not be decompressed: {e}"),
-            )
-        })?;
-    if out.len() > MAX_INFLATED_BYTES {
-        return Err(too_large(format!(
-            "request body is over {} MiB once decompressed",
-            MAX_INFLATED_BYTES >> 20
-        )));
+/// Decompresses to at most [`MAX_INFLATED_BYTES`]; `hint` is the size the body
+/// says it inflates to, taken as a first capacity (within the limit) and no more.
+fn inflate(mut reader: impl Read, name: &str, hint: Option<usize>) -> ApiResult<Bytes> {
+    let broken = |e: std::io::Error| {
+        ApiError::bad(
+            "invalid_body",
+            format!("{name} body could not be decompressed: {e}"),
+        )
+    };
+    // Grown by hand, not by `read_to_end`: doubling past the limit would reserve
+    // twice the limit for a bomb's last read.
+    let mut out: Vec<u8> = Vec::with_capacity(hint.unwrap_or(0).min(MAX_INFLATED_BYTES));
+    let mut piece = [0u8; 64 * 1024];
+    loop {
+        let n = reader.read(&mut piece).map_err(broken)?;
+        if n == 0 {
+            return Ok(Bytes::from(out));
+        }
+        if out.len() + n > MAX_INFLATED_BYTES {
+            return Err(too_large(format!(
+                "request body is over {} MiB once decompressed",
+                MAX_INFLATED_BYTES >> 20
+            )));
+        }
+        if out.capacity() - out.len() < n {
+            let grown = (out.capacity() * 2).clamp(piece.len(), MAX_INFLATED_BYTES);
+            out.reserve_exact(grown - out.len());
+        }
+        out.extend_from_slice(&piece[..n]);
     }
-    Ok(Bytes::from(out))
 }
 
 pub fn json(bytes: &[u8]) -> ApiResult<Value> {

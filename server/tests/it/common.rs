@@ -134,3 +134,51 @@ pub(crate) async fn served_run(
     assert!(answer.rejected.is_empty(), "{:?}", answer.rejected);
     (base, client, server)
 }
+
+/// A free loopback address for a server process.
+pub(crate) fn free_addr() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    listener.local_addr().expect("its address").to_string()
+}
+
+/// The real `treeline serve` process on SQLite in `data_dir`, listening on `addr`,
+/// its log appended to `server.log` there; killed when dropped, so a failed test
+/// leaves no server behind.
+pub(crate) struct ServerProcess(pub std::process::Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub(crate) fn serve(data_dir: &std::path::Path, addr: &str) -> ServerProcess {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data_dir.join("server.log"))
+        .expect("server log");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
+        .args(["serve", "--addr", addr, "--data-dir"])
+        .arg(data_dir)
+        .stdout(log.try_clone().expect("server log"))
+        .stderr(log)
+        .spawn()
+        .expect("treeline serve starts");
+    ServerProcess(child)
+}
+
+/// Waits until the server at `base` answers its health check.
+pub(crate) async fn wait_ready(base: &str) {
+    let http = reqwest::Client::new();
+    for _ in 0..200 {
+        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("treeline serve did not answer /healthz at {base}");
+}

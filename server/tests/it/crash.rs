@@ -2,8 +2,6 @@
 //! writers are sending batches. After a restart on the same SQLite file, every batch
 //! that was acknowledged is there in full.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,35 +9,9 @@ use serde_json::json;
 use treeline_client::Client;
 use treeline_wire::{RunUpsert, TraceSummary};
 
+use crate::common::{free_addr, serve, wait_ready};
+
 const SPANS_PER_BATCH: usize = 100;
-
-fn free_addr() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port");
-    listener.local_addr().expect("its address").to_string()
-}
-
-fn serve(data_dir: &std::path::Path, addr: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_treeline"))
-        .args(["serve", "--addr", addr, "--data-dir"])
-        .arg(data_dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("treeline serve starts")
-}
-
-async fn wait_ready(base: &str) {
-    let http = reqwest::Client::new();
-    for _ in 0..200 {
-        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("treeline serve did not answer /healthz at {base}");
-}
 
 /// A batch of one whole trace: a root and its children, opened and closed.
 fn batch(trace_id: &str) -> Vec<serde_json::Value> {
@@ -99,14 +71,14 @@ async fn every_acknowledged_batch_survives_a_kill_9() {
     while acknowledged.lock().expect("lock").len() < 40 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    server.kill().expect("SIGKILL");
-    server.wait().expect("reaped");
+    server.0.kill().expect("SIGKILL");
+    server.0.wait().expect("reaped");
     for w in writers {
         w.await.expect("writer");
     }
     let acknowledged = acknowledged.lock().expect("lock").clone();
 
-    let mut server = serve(dir.path(), &addr);
+    let server = serve(dir.path(), &addr);
     wait_ready(&base).await;
     for trace_id in &acknowledged {
         let trace: TraceSummary = client
@@ -115,8 +87,7 @@ async fn every_acknowledged_batch_survives_a_kill_9() {
             .unwrap_or_else(|e| panic!("acknowledged trace {trace_id} lost: {e}"));
         assert_eq!(trace.span_count, SPANS_PER_BATCH as i64, "{trace_id}");
     }
-    server.kill().expect("stopped");
-    let _ = server.wait();
+    drop(server);
 }
 
 /// What makes an acknowledged batch survive a power cut, not only a killed

@@ -13,5 +13,6 @@ mod demo;
 mod guard;
 mod otlp;
 mod schema;
+mod size;
 #[cfg(feature = "devtools")]
 mod transfer;

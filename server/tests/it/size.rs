@@ -1,0 +1,161 @@
+//! Size: a 1 GiB body, sent with its length or chunked, and gzip and zstd bombs that
+//! inflate to 1 GiB each answer 413 from the real `treeline serve` process, whose peak
+//! memory stays within the bound the README states.
+
+use std::io::Write;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::common::{free_addr, serve, wait_ready};
+
+const MIB: usize = 1 << 20;
+const GIB: usize = 1 << 30;
+/// The README's bound on the server's peak resident memory through these requests:
+/// one body is held to 32 MiB on the wire and 64 MiB inflated, plus the server.
+const PEAK_RSS_BOUND_MIB: u64 = 300;
+
+/// How a test body goes on the wire.
+enum Framing {
+    Length,
+    Chunked,
+}
+
+/// Sends `head_fields` and `body` (in 1 MiB pieces, as fast as the server reads) as a
+/// POST to `path`, and answers the status code of the reply (0 for none). The body is streamed by
+/// a task of its own, so a server that answers early is heard at once.
+async fn post(addr: &str, path: &str, head_fields: &str, body: Body, framing: Framing) -> u16 {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let (mut reader, mut writer) = stream.into_split();
+    let length = body.len();
+    let framing_field = match framing {
+        Framing::Length => format!("Content-Length: {length}"),
+        Framing::Chunked => "Transfer-Encoding: chunked".to_string(),
+    };
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{head_fields}{framing_field}\r\n\r\n"
+    );
+    let sender = tokio::spawn(async move {
+        writer.write_all(head.as_bytes()).await?;
+        for piece in body.pieces() {
+            if matches!(framing, Framing::Chunked) {
+                writer
+                    .write_all(format!("{:x}\r\n", piece.len()).as_bytes())
+                    .await?;
+            }
+            writer.write_all(piece).await?;
+            if matches!(framing, Framing::Chunked) {
+                writer.write_all(b"\r\n").await?;
+            }
+        }
+        if matches!(framing, Framing::Chunked) {
+            writer.write_all(b"0\r\n\r\n").await?;
+        }
+        // Dropping the writer would half-close the connection, which the server takes
+        // as the client leaving; it is held until the reply is in.
+        std::future::pending::<()>().await;
+        std::io::Result::Ok(())
+    });
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !reply.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = reader.read(&mut buf).await.expect("a reply");
+        if n == 0 {
+            return 0; // closed without a reply
+        }
+        reply.extend_from_slice(&buf[..n]);
+    }
+    sender.abort();
+    let status_line = String::from_utf8_lossy(&reply);
+    status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP reply: {status_line}"))
+}
+
+/// A body: `repeat` times the same piece (1 GiB of filler in 1 MiB pieces), or bytes
+/// held whole (a compression bomb).
+enum Body {
+    Repeated(Vec<u8>, usize),
+    Whole(Vec<u8>),
+}
+
+impl Body {
+    fn len(&self) -> usize {
+        match self {
+            Body::Repeated(piece, n) => piece.len() * n,
+            Body::Whole(bytes) => bytes.len(),
+        }
+    }
+    fn pieces(&self) -> Box<dyn Iterator<Item = &[u8]> + Send + '_> {
+        match self {
+            Body::Repeated(piece, n) => Box::new(std::iter::repeat_n(piece.as_slice(), *n)),
+            Body::Whole(bytes) => Box::new(bytes.chunks(MIB)),
+        }
+    }
+}
+
+fn gigabyte() -> Body {
+    Body::Repeated(vec![b' '; MIB], GIB / MIB)
+}
+
+/// 1 GiB of spaces (valid JSON whitespace), compressed.
+fn bomb<W: Write>(mut encoder: W) -> W {
+    let piece = vec![b' '; MIB];
+    for _ in 0..GIB / MIB {
+        encoder.write_all(&piece).expect("compress");
+    }
+    encoder
+}
+
+/// The process's peak resident set (VmHWM), in MiB.
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in proc status");
+    kib / 1024
+}
+
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gigabyte_body_and_compression_bombs_answer_413_within_bounded_memory() {
+    let gzip = bomb(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    let gzip = Body::Whole(gzip.finish().expect("gzip bomb"));
+    let zstd = bomb(zstd::stream::write::Encoder::new(Vec::new(), 1).expect("zstd"));
+    let zstd = Body::Whole(zstd.finish().expect("zstd bomb"));
+    assert!(gzip.len() < 8 * MIB && zstd.len() < 8 * MIB, "bombs are small on the wire");
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = free_addr();
+    let server = serve(dir.path(), &addr);
+    wait_ready(&format!("http://{addr}")).await;
+    let at_rest = peak_rss_mib(server.0.id());
+
+    let events = "/api/runs/size-run/traces/events";
+    let cases = [
+        ("1 GiB with its length", events, "", gigabyte(), Framing::Length),
+        ("1 GiB chunked", events, "", gigabyte(), Framing::Chunked),
+        ("1 GiB chunked to OTLP", "/v1/traces", "", gigabyte(), Framing::Chunked),
+        ("gzip bomb", events, "Content-Encoding: gzip\r\n", gzip, Framing::Length),
+        ("zstd bomb", events, "Content-Encoding: zstd\r\n", zstd, Framing::Length),
+    ];
+    for (name, path, fields, body, framing) in cases {
+        let status = post(&addr, path, fields, body, framing).await;
+        let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+        assert_eq!(status, 413, "{name}; the server's log:\n{log}");
+        println!("{name}: 413, server peak RSS so far {} MiB", peak_rss_mib(server.0.id()));
+    }
+    let peak = peak_rss_mib(server.0.id());
+    println!("server peak RSS: {at_rest} MiB at rest, {peak} MiB after the five bodies");
+    assert!(
+        peak < PEAK_RSS_BOUND_MIB,
+        "peak RSS {peak} MiB is over the stated {PEAK_RSS_BOUND_MIB} MiB"
+    );
+    // Still serving.
+    wait_ready(&format!("http://{addr}")).await;
+}
