@@ -52,6 +52,10 @@ enum BenchCommand {
     Otlp(crate::otlp::bench::OtlpArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
+    /// SDK-shaped writers and dashboard readers against real server processes,
+    /// optionally killed mid-soak or several on one PostgreSQL database; then
+    /// every acknowledged trace is read back.
+    Soak(crate::bench::SoakArgs),
 }
 
 #[derive(clap::Parser, Clone)]
@@ -148,6 +152,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
         #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
         Command::Bench(BenchCommand::Compare(args)) => {
             runtime.block_on(crate::bench::compare(args))
         }

@@ -3,10 +3,13 @@
 mod compare;
 mod ingest;
 mod query;
+mod rng;
+mod soak;
 
 pub use compare::{compare, CompareArgs};
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
+pub use soak::{soak, SoakArgs};
 
 use crate::failure::{Context, Outcome};
 use std::time::Duration;
