@@ -56,6 +56,9 @@ enum BenchCommand {
     /// optionally killed mid-soak or several on one PostgreSQL database; then
     /// every acknowledged trace is read back.
     Soak(crate::bench::SoakArgs),
+    /// Generated and mutated requests to every endpoint of a real server process:
+    /// any 5xx but 503, a dropped connection or a panic fails it.
+    Fuzz(crate::bench::FuzzArgs),
 }
 
 #[derive(clap::Parser, Clone)]
@@ -153,6 +156,7 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
+        Command::Bench(BenchCommand::Fuzz(args)) => runtime.block_on(crate::bench::fuzz(args)),
         Command::Bench(BenchCommand::Compare(args)) => {
             runtime.block_on(crate::bench::compare(args))
         }

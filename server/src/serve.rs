@@ -60,6 +60,7 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
             page_context,
             shell,
         ))
+        .layer(middleware::from_fn(crate::ssr::render_to_the_end))
         .with_state(options);
     Router::new()
         .route(routes::HEALTH, get(|| async { "ok" }))

@@ -53,3 +53,44 @@ impl Backend for ApiBackend {
         }
     }
 }
+
+/// The longest a page may keep rendering after its reader has gone.
+const RENDER_AFTER_LEAVING: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Streams a page from a task of its own that renders it to the end even when the
+/// browser leaves mid-stream (a tab closed, a link followed). Dropping a stream
+/// half-way disposes the page's reactive owner while its suspended parts still
+/// resolve in other tasks, which then read disposed signals and panic.
+pub async fn render_to_the_end(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let (parts, body) = next.run(request).await.into_parts();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, axum::Error>>(8);
+    tokio::spawn(async move {
+        let mut body = body.into_data_stream();
+        let mut reader = Some(tx);
+        let deadline = tokio::time::sleep(RENDER_AFTER_LEAVING);
+        tokio::pin!(deadline);
+        loop {
+            let chunk = tokio::select! {
+                chunk = futures::StreamExt::next(&mut body) => chunk,
+                // Only once the reader has gone: a slow reader is waited for.
+                () = &mut deadline, if reader.is_none() => break,
+            };
+            let Some(chunk) = chunk else { break };
+            if let Some(tx) = &reader {
+                if tx.send(chunk).await.is_err() {
+                    reader = None;
+                    deadline
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + RENDER_AFTER_LEAVING);
+                }
+            }
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (chunk, rx))
+    });
+    axum::response::Response::from_parts(parts, Body::from_stream(stream))
+}

@@ -1,12 +1,15 @@
 //! `treeline bench …`: benchmarks that print their figures.
 
 mod compare;
+mod fleet;
+mod fuzz;
 mod ingest;
 mod query;
 mod rng;
 mod soak;
 
 pub use compare::{compare, CompareArgs};
+pub use fuzz::{fuzz, FuzzArgs};
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 pub use soak::{soak, SoakArgs};

@@ -5,7 +5,6 @@
 //! and metric point is read back: nothing lost, nothing stored twice.
 
 mod deliver;
-mod fleet;
 mod reader;
 mod verify;
 mod writer;
@@ -19,7 +18,7 @@ use treeline_wire::RunUpsert;
 use crate::bench::percentile;
 use crate::failure::{Context, Failure, Outcome};
 use deliver::Tally;
-use fleet::Fleet;
+use crate::bench::fleet::Fleet;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SoakArgs {
