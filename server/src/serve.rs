@@ -68,6 +68,7 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
         .merge(pages)
+        .layer(middleware::from_fn(http::guard::refuse_nul))
         .layer(middleware::from_fn_with_state(
             state,
             http::guard::check_host,

@@ -160,6 +160,7 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
     let obj = value
         .as_object()
         .ok_or_else(|| Invalid::new("invalid_event", "event must be a JSON object"))?;
+    crate::limits::check_no_nul(value, "")?;
     let mut warnings = Vec::new();
     let op = req_str(obj, "op")?;
     let trace_id = req_str(obj, "trace_id")?;

@@ -38,3 +38,67 @@ pub fn check_timestamp(ts: i64, field: &str) -> Result<(), crate::Invalid> {
         format!("{field} must be between 0 and {MAX_TIMESTAMP_US} microseconds since 1970"),
     ))
 }
+
+/// Where `value` holds a NUL character (`\u0000`), in a string or a key: its path
+/// (`field.key[2]`), under `field`. PostgreSQL can store neither in text or JSONB,
+/// so both databases refuse it alike.
+pub fn nul_path(value: &serde_json::Value, field: &str) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains('\0').then(|| field.to_string()),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_path(item, &format!("{field}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                return Some(format!("{field} (a key)"));
+            }
+            let path = if field.is_empty() {
+                key.clone()
+            } else {
+                format!("{field}.{key}")
+            };
+            nul_path(item, &path)
+        }),
+        _ => None,
+    }
+}
+
+/// [`nul_path`] as the error that names the field.
+pub fn check_no_nul(value: &serde_json::Value, field: &str) -> Result<(), crate::Invalid> {
+    match nul_path(value, field) {
+        None => Ok(()),
+        Some(path) => Err(crate::Invalid::new(
+            "invalid_string",
+            format!(
+                "{} contains a NUL character (\\u0000), which cannot be stored",
+                if path.is_empty() { "the body" } else { &path }
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_nul_is_found_and_named_wherever_it_hides() {
+        let event = json!({"op": "open", "attributes": {"tags": ["a", "b\u{0}"]}, "input": "ok"});
+        assert_eq!(
+            super::nul_path(&event, "").as_deref(),
+            Some("attributes.tags[1]")
+        );
+        let key = json!({"config": {"bad\u{0}key": 1}});
+        assert_eq!(super::nul_path(&key, "").as_deref(), Some("config (a key)"));
+        assert!(super::nul_path(&json!({"text": "no nul here", "n": 0}), "").is_none());
+        let err = crate::parse_event(&event).unwrap_err();
+        assert_eq!(err.code, "invalid_string");
+        assert!(
+            err.message.contains("attributes.tags[1]"),
+            "{}",
+            err.message
+        );
+    }
+}

@@ -17,6 +17,7 @@ pub fn parse_metric_point(value: &Value) -> Result<MetricPoint, Invalid> {
     let obj = value
         .as_object()
         .ok_or_else(|| Invalid::new("invalid_point", "point must be a JSON object"))?;
+    crate::limits::check_no_nul(value, "")?;
     let key = match obj.get("key") {
         Some(Value::String(k)) if !k.is_empty() && k.len() <= 256 => k.clone(),
         _ => {

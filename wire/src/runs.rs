@@ -18,6 +18,15 @@ pub struct RunUpsert {
 impl RunUpsert {
     pub fn validate(&self) -> Result<(), Invalid> {
         check_project(&self.project)?;
+        if self.name.as_ref().is_some_and(|n| n.contains('\0')) {
+            return Err(Invalid::new(
+                "invalid_string",
+                "name contains a NUL character (\\u0000), which cannot be stored",
+            ));
+        }
+        if let Some(config) = &self.config {
+            crate::limits::check_no_nul(config, "config")?;
+        }
         if self.name.as_ref().is_some_and(|n| n.chars().count() > 256) {
             return Err(Invalid::new(
                 "invalid_name",

@@ -123,6 +123,29 @@ const DEFAULT_POLICY: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe
      style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// Refuses a path or query string holding a NUL character (`%00`), naming the
+/// parameter: PostgreSQL cannot compare text with one, and SQLite must answer alike.
+pub async fn refuse_nul(request: Request, next: Next) -> Result<Response, ApiError> {
+    let uri = request.uri();
+    if uri.path().contains("%00") {
+        return Err(ApiError::bad(
+            "invalid_parameter",
+            "the path contains a NUL character (%00)",
+        ));
+    }
+    if let Some(query) = uri.query().filter(|q| q.contains("%00")) {
+        let name = form_urlencoded::parse(query.as_bytes())
+            .find(|(k, v)| k.contains('\0') || v.contains('\0'))
+            .map(|(k, _)| k.replace('\0', "\\0"))
+            .unwrap_or_default();
+        return Err(ApiError::bad(
+            "invalid_parameter",
+            format!("query parameter {name:?} contains a NUL character (%00)"),
+        ));
+    }
+    Ok(next.run(request).await)
+}
+
 /// Headers every answer carries: no MIME sniffing, never inside another site's
 /// frame, a referrer only for this site, and a script policy (a page's own, with
 /// its nonce, when rendering set one).

@@ -40,16 +40,21 @@ pub(crate) async fn sqlite() -> TestStore {
 /// `make test` always sets it; run alone without it, the PostgreSQL cases say so
 /// and fail rather than pass without testing anything.
 pub(crate) async fn postgres() -> TestStore {
-    let base = std::env::var("TREELINE_TEST_POSTGRES_URL")
-        .expect("TREELINE_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL");
-    let name = format!("t_{:016x}", rand_u64());
-    let url = store::PostgresStore::create_database(&base, &name)
-        .await
-        .expect("create test database");
+    let url = postgres_url().await;
     TestStore {
         store: store::open(&url).await.expect("open postgres"),
         _dir: None,
     }
+}
+
+/// The URL of a fresh, empty database on that server.
+pub(crate) async fn postgres_url() -> String {
+    let base = std::env::var("TREELINE_TEST_POSTGRES_URL")
+        .expect("TREELINE_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL");
+    let name = format!("t_{:016x}", rand_u64());
+    store::PostgresStore::create_database(&base, &name)
+        .await
+        .expect("create test database")
 }
 
 fn rand_u64() -> u64 {

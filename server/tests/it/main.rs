@@ -11,6 +11,8 @@ mod crash;
 #[cfg(feature = "devtools")]
 mod demo;
 mod guard;
+#[cfg(feature = "devtools")]
+mod load;
 mod otlp;
 mod schema;
 mod size;

@@ -124,11 +124,17 @@ fn peak_rss_mib(pid: u32) -> u64 {
 #[cfg(target_os = "linux")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gigabyte_body_and_compression_bombs_answer_413_within_bounded_memory() {
-    let gzip = bomb(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    let gzip = bomb(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
     let gzip = Body::Whole(gzip.finish().expect("gzip bomb"));
     let zstd = bomb(zstd::stream::write::Encoder::new(Vec::new(), 1).expect("zstd"));
     let zstd = Body::Whole(zstd.finish().expect("zstd bomb"));
-    assert!(gzip.len() < 8 * MIB && zstd.len() < 8 * MIB, "bombs are small on the wire");
+    assert!(
+        gzip.len() < 8 * MIB && zstd.len() < 8 * MIB,
+        "bombs are small on the wire"
+    );
 
     let dir = tempfile::tempdir().expect("temp dir");
     let addr = free_addr();
@@ -138,17 +144,44 @@ async fn a_gigabyte_body_and_compression_bombs_answer_413_within_bounded_memory(
 
     let events = "/api/runs/size-run/traces/events";
     let cases = [
-        ("1 GiB with its length", events, "", gigabyte(), Framing::Length),
+        (
+            "1 GiB with its length",
+            events,
+            "",
+            gigabyte(),
+            Framing::Length,
+        ),
         ("1 GiB chunked", events, "", gigabyte(), Framing::Chunked),
-        ("1 GiB chunked to OTLP", "/v1/traces", "", gigabyte(), Framing::Chunked),
-        ("gzip bomb", events, "Content-Encoding: gzip\r\n", gzip, Framing::Length),
-        ("zstd bomb", events, "Content-Encoding: zstd\r\n", zstd, Framing::Length),
+        (
+            "1 GiB chunked to OTLP",
+            "/v1/traces",
+            "",
+            gigabyte(),
+            Framing::Chunked,
+        ),
+        (
+            "gzip bomb",
+            events,
+            "Content-Encoding: gzip\r\n",
+            gzip,
+            Framing::Length,
+        ),
+        (
+            "zstd bomb",
+            events,
+            "Content-Encoding: zstd\r\n",
+            zstd,
+            Framing::Length,
+        ),
     ];
     for (name, path, fields, body, framing) in cases {
         let status = post(&addr, path, fields, body, framing).await;
         let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
         assert_eq!(status, 413, "{name}; the server's log:\n{log}");
-        println!("{name}: 413, server peak RSS so far {} MiB", peak_rss_mib(server.0.id()));
+        println!(
+            "{name}: 413, server peak RSS so far {} MiB",
+            peak_rss_mib(server.0.id())
+        );
     }
     let peak = peak_rss_mib(server.0.id());
     println!("server peak RSS: {at_rest} MiB at rest, {peak} MiB after the five bodies");

@@ -46,20 +46,92 @@ const PAGES: &[(&str, &str)] = &[
 ];
 
 const PARAMS: &[&str] = &[
-    "project", "run_id", "trace_id", "span_id", "parent_span_id", "q", "status", "kind",
-    "filter", "sort", "order", "limit", "cursor", "step", "min_step", "max_step", "since_us",
-    "until_us", "key", "max_points", "a", "b", "threshold", "c", "diff", "open", "pair",
-    "traces", "metric", "next",
+    "project",
+    "run_id",
+    "trace_id",
+    "span_id",
+    "parent_span_id",
+    "q",
+    "status",
+    "kind",
+    "filter",
+    "sort",
+    "order",
+    "limit",
+    "cursor",
+    "step",
+    "min_step",
+    "max_step",
+    "since_us",
+    "until_us",
+    "key",
+    "max_points",
+    "a",
+    "b",
+    "threshold",
+    "c",
+    "diff",
+    "open",
+    "pair",
+    "traces",
+    "metric",
+    "next",
 ];
 
 const VALUES: &[&str] = &[
-    "", "0", "1", "-1", "2", "50", "500", "501", "1000", "100001", "9223372036854775807",
-    "-9223372036854775808", "99999999999999999999999", "1e308", "-0", "0.5", "NaN", "inf",
-    "abc", "ok", "error", "running", "model,tool", "rollout", "desc", "asc", "updated",
-    "duration", "tokens", "attr.reward", "attr.", "reward > 0.5", "tokens >= 1e400",
-    "errors > 0", "duration exists", "attr.reward < -9223372036854775808", "a b c d e f g h i",
-    "%", "_", "'", "\"", "\\", "\u{0}", "😀", "::", "t:s", "x:y:z", "AAAA", "eyJ4IjoxfQ",
-    "../../etc/passwd", "<script>", "1,2,3", "0:0",
+    "",
+    "0",
+    "1",
+    "-1",
+    "2",
+    "50",
+    "500",
+    "501",
+    "1000",
+    "100001",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "99999999999999999999999",
+    "1e308",
+    "-0",
+    "0.5",
+    "NaN",
+    "inf",
+    "abc",
+    "ok",
+    "error",
+    "running",
+    "model,tool",
+    "rollout",
+    "desc",
+    "asc",
+    "updated",
+    "duration",
+    "tokens",
+    "attr.reward",
+    "attr.",
+    "reward > 0.5",
+    "tokens >= 1e400",
+    "errors > 0",
+    "duration exists",
+    "attr.reward < -9223372036854775808",
+    "a b c d e f g h i",
+    "%",
+    "_",
+    "'",
+    "\"",
+    "\\",
+    "\u{0}",
+    "😀",
+    "::",
+    "t:s",
+    "x:y:z",
+    "AAAA",
+    "eyJ4IjoxfQ",
+    "../../etc/passwd",
+    "<script>",
+    "1,2,3",
+    "0:0",
 ];
 
 /// Values a JSON field is swapped for.
@@ -81,7 +153,8 @@ fn odd_value(rng: &mut Rng) -> Value {
         13 => json!({}),
         14 => json!("\u{0}\u{1}"),
         15 => json!("😀 ünïcode"),
-        16 => json!(*rng.pick(&["open", "close", "ok", "error", "running", "model", "session"])
+        16 => json!(*rng
+            .pick(&["open", "close", "ok", "error", "running", "model", "session"])
             .unwrap_or(&"")),
         17 => json!(9_007_199_254_740_993i64),
         18 => json!(-9_223_372_036_854_775_807i64),
@@ -145,7 +218,13 @@ fn query(rng: &mut Rng, known: &Known) -> String {
             0 => known.trace.clone(),
             1 => format!("{}:{}", known.trace, known.span),
             2 => strange_id(rng),
-            3 => format!("attr.{} {} {}", strange_id(rng), rng.pick(&["<", ">=", "=", "!=", "exists", "~"]).unwrap_or(&"="), rng.pick(VALUES).unwrap_or(&"")),
+            3 => format!(
+                "attr.{} {} {}",
+                strange_id(rng),
+                rng.pick(&["<", ">=", "=", "!=", "exists", "~"])
+                    .unwrap_or(&"="),
+                rng.pick(VALUES).unwrap_or(&"")
+            ),
             _ => rng.pick(VALUES).unwrap_or(&"").to_string(),
         };
         pairs.push(format!("{}={}", encode(name), encode(&value)));
@@ -208,8 +287,14 @@ fn otlp_body(rng: &mut Rng, known: &Known) -> Vec<u8> {
                     end_time_unix_nano: start.wrapping_sub(rng.next_u64() >> 8),
                     attributes: vec![
                         kv("openinference.span.kind", Any::StringValue("LLM".into())),
-                        kv("llm.token_count.total", Any::IntValue(rng.next_u64() as i64)),
-                        kv("treeline.step", Any::DoubleValue(f64::from_bits(rng.next_u64()))),
+                        kv(
+                            "llm.token_count.total",
+                            Any::IntValue(rng.next_u64() as i64),
+                        ),
+                        kv(
+                            "treeline.step",
+                            Any::DoubleValue(f64::from_bits(rng.next_u64())),
+                        ),
                     ],
                     ..Default::default()
                 }],
@@ -225,7 +310,9 @@ fn otlp_body(rng: &mut Rng, known: &Known) -> Vec<u8> {
 fn seed_body(method: &str, route: &str, rng: &mut Rng, known: &Known) -> Option<Value> {
     Some(match (method, route) {
         ("POST", routes::RUN_TRACE_EVENTS) => {
-            let events: Vec<Value> = (0..rng.below(8) + 1).map(|n| span_event(rng, known, n)).collect();
+            let events: Vec<Value> = (0..rng.below(8) + 1)
+                .map(|n| span_event(rng, known, n))
+                .collect();
             json!({"events": events})
         }
         ("POST", routes::RUN_METRICS) => {
@@ -234,7 +321,9 @@ fn seed_body(method: &str, route: &str, rng: &mut Rng, known: &Known) -> Option<
         }
         ("PUT", routes::RUN) => json!({"project": "fuzz", "name": "fuzzed run",
             "config": {"lr": 0.001, "layers": [1, 2]}, "start_us": 1_764_420_000_000_000i64}),
-        ("POST", routes::RUN_FINISH) => json!({"status": *rng.pick(&["finished", "failed", "crashed"]).unwrap_or(&"finished")}),
+        ("POST", routes::RUN_FINISH) => {
+            json!({"status": *rng.pick(&["finished", "failed", "crashed"]).unwrap_or(&"finished")})
+        }
         _ => return None,
     })
 }
@@ -301,7 +390,8 @@ fn damage(bytes: &mut Vec<u8>, rng: &mut Rng) {
 fn compress(bytes: &[u8], encoding: &str) -> Vec<u8> {
     match encoding {
         "gzip" => {
-            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
             let _ = encoder.write_all(bytes);
             encoder.finish().unwrap_or_default()
         }
@@ -322,10 +412,16 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
     let all: Vec<(&str, String)> = api.chain(other).collect();
     let (mut method, route) = rng.pick(&all).cloned().unwrap_or(("GET", "/".into()));
     if rng.one_in(30) {
-        method = *rng.pick(&["DELETE", "PATCH", "OPTIONS", "HEAD", "PUT", "POST", "GET"]).unwrap_or(&"GET");
+        method = *rng
+            .pick(&["DELETE", "PATCH", "OPTIONS", "HEAD", "PUT", "POST", "GET"])
+            .unwrap_or(&"GET");
     }
     let template = route.strip_prefix(routes::API_PREFIX).unwrap_or(&route);
-    let target = format!("{}{}", fill(&route, known, &mut rng), query(&mut rng, known));
+    let target = format!(
+        "{}{}",
+        fill(&route, known, &mut rng),
+        query(&mut rng, known)
+    );
 
     let mut headers = Vec::new();
     let mut json_body = true;
@@ -340,7 +436,12 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
         }
     } else if route == "/login" {
         json_body = false;
-        format!("key={}&next={}", encode(&strange_id(&mut rng)), encode("/traces")).into_bytes()
+        format!(
+            "key={}&next={}",
+            encode(&strange_id(&mut rng)),
+            encode("/traces")
+        )
+        .into_bytes()
     } else {
         match seed_body(method, template, &mut rng, known) {
             Some(mut value) => {
@@ -364,7 +465,15 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
     headers.push((
         "content-type",
         if rng.one_in(12) {
-            rng.pick(&["text/plain", "application/x-protobuf", "application/json", "multipart/form-data; boundary=x", "bad/é"]).unwrap_or(&"").to_string()
+            rng.pick(&[
+                "text/plain",
+                "application/x-protobuf",
+                "application/json",
+                "multipart/form-data; boundary=x",
+                "bad/é",
+            ])
+            .unwrap_or(&"")
+            .to_string()
         } else {
             content_type.to_string()
         },
@@ -378,7 +487,13 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
             body = compress(&body, "zstd");
             headers.push(("content-encoding", "zstd".into()));
         }
-        5 => headers.push(("content-encoding", (*rng.pick(&["gzip", "zstd", "br", "gzip, zstd", "identity", "x-gzip"]).unwrap_or(&"br")).into())),
+        5 => headers.push((
+            "content-encoding",
+            (*rng
+                .pick(&["gzip", "zstd", "br", "gzip, zstd", "identity", "x-gzip"])
+                .unwrap_or(&"br"))
+            .into(),
+        )),
         _ => {}
     }
     match rng.below(20) {
@@ -389,7 +504,18 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
         _ => {}
     }
     if rng.one_in(10) {
-        headers.push(("authorization", (*rng.pick(&["Bearer nope", "Bearer ", "Basic Zm9vOmJhcg==", "Bearer tl_0000"]).unwrap_or(&"")).into()));
+        headers.push((
+            "authorization",
+            (*rng
+                .pick(&[
+                    "Bearer nope",
+                    "Bearer ",
+                    "Basic Zm9vOmJhcg==",
+                    "Bearer tl_0000",
+                ])
+                .unwrap_or(&""))
+            .into(),
+        ));
     }
     if rng.one_in(20) {
         headers.push(("cookie", "treeline_session=forged; other=1".into()));

@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use treeline_wire::RunUpsert;
 
+use crate::bench::fleet::Fleet;
 use crate::bench::percentile;
 use crate::failure::{Context, Failure, Outcome};
 use deliver::Tally;
-use crate::bench::fleet::Fleet;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct SoakArgs {
@@ -59,7 +59,9 @@ fn check_args(args: &SoakArgs) -> Outcome {
         if (1..=max).contains(&value) {
             Ok(())
         } else {
-            Err(Failure::msg(format!("--{name} must be between 1 and {max}")))
+            Err(Failure::msg(format!(
+                "--{name} must be between 1 and {max}"
+            )))
         }
     };
     bounded("writers", args.writers, 1000)?;
@@ -137,7 +139,12 @@ pub async fn soak(args: SoakArgs) -> Outcome {
                 traces_in_flight: args.traces_in_flight,
                 batch: args.batch,
             };
-            tokio::spawn(writer::write(plan, http.clone(), stop.clone(), done.clone()))
+            tokio::spawn(writer::write(
+                plan,
+                http.clone(),
+                stop.clone(),
+                done.clone(),
+            ))
         })
         .collect();
     let readers: Vec<_> = (0..args.readers)
@@ -262,7 +269,9 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         if let Some(dir) = fleet.keep_logs() {
             println!("  the servers' logs are kept in {}", dir.display());
         }
-        return Err(Failure::msg(format!("the soak found {failures} problem(s)")));
+        return Err(Failure::msg(format!(
+            "the soak found {failures} problem(s)"
+        )));
     }
     Ok(())
 }

@@ -67,10 +67,41 @@ pub(crate) async fn read(
         let base = &bases[(index + n) % bases.len()];
         let run = rng.pick(&runs).cloned().unwrap_or_default();
         let got = match n % 5 {
-            0 => get(&http, &format!("{base}{}?project=soak&limit=50", path(routes::RUNS, &[])), &mut report).await,
-            1 => get(&http, &format!("{base}{}?limit=50", path(routes::RUN_TRACES, &[&run])), &mut report).await,
-            2 => get(&http, &format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run])), &mut report).await,
-            3 => get(&http, &format!("{base}{}?limit=50&sort=tokens", path(routes::RUN_TRACES, &[&run])), &mut report).await,
+            0 => {
+                get(
+                    &http,
+                    &format!("{base}{}?project=soak&limit=50", path(routes::RUNS, &[])),
+                    &mut report,
+                )
+                .await
+            }
+            1 => {
+                get(
+                    &http,
+                    &format!("{base}{}?limit=50", path(routes::RUN_TRACES, &[&run])),
+                    &mut report,
+                )
+                .await
+            }
+            2 => {
+                get(
+                    &http,
+                    &format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run])),
+                    &mut report,
+                )
+                .await
+            }
+            3 => {
+                get(
+                    &http,
+                    &format!(
+                        "{base}{}?limit=50&sort=tokens",
+                        path(routes::RUN_TRACES, &[&run])
+                    ),
+                    &mut report,
+                )
+                .await
+            }
             _ => {
                 check_one(&http, base, &done, &mut rng, &mut report).await;
                 Some(Vec::new())
@@ -98,7 +129,10 @@ async fn check_one(
             None => return,
         }
     };
-    let trace_url = format!("{base}{}", path(routes::TRACE, &[&expected.run, &expected.trace]));
+    let trace_url = format!(
+        "{base}{}",
+        path(routes::TRACE, &[&expected.run, &expected.trace])
+    );
     let Some(body) = get(http, &trace_url, report).await else {
         return;
     };

@@ -81,7 +81,10 @@ pub(crate) async fn verify(
                     verdict.lost += 1;
                     verdict.problems.note(format!("{run}/{}: lost", e.trace));
                 }
-                Some(s) if (s.span_count, s.error_count, s.token_count) != (e.spans, e.errors, e.tokens) => {
+                Some(s)
+                    if (s.span_count, s.error_count, s.token_count)
+                        != (e.spans, e.errors, e.tokens) =>
+                {
                     verdict.wrong += 1;
                     verdict.problems.note(format!(
                         "{run}/{}: sent (spans, errors, tokens) = ({}, {}, {}), stored ({}, {}, {})",
@@ -95,7 +98,9 @@ pub(crate) async fn verify(
         // never acknowledged whole (its writer stopped on a refused batch).
         verdict.unexpected += stored.len();
         if let Some(id) = stored.keys().next() {
-            verdict.problems.note(format!("{run}/{id}: stored but never acknowledged whole"));
+            verdict
+                .problems
+                .note(format!("{run}/{id}: stored but never acknowledged whole"));
         }
     }
     for (run, key, points) in metrics {

@@ -53,8 +53,10 @@ fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
     let trace = format!("w{}-t{number}", plan.index);
     let ts = crate::http::now_us();
     let mut events = VecDeque::new();
-    events.push_back(json!({"op": "open", "trace_id": trace, "span_id": "root", "name": "rollout",
-        "kind": "rollout", "ts": ts, "step": number, "attributes": {"writer": plan.index}}));
+    events.push_back(
+        json!({"op": "open", "trace_id": trace, "span_id": "root", "name": "rollout",
+        "kind": "rollout", "ts": ts, "step": number, "attributes": {"writer": plan.index}}),
+    );
     let (mut errors, mut tokens) = (0, 0);
     let children = plan.spans_per_trace.saturating_sub(1);
     let mut close = |c: usize, events: &mut VecDeque<Value>, rng: &mut Rng| {
@@ -79,8 +81,10 @@ fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
         } else {
             ("env step", "env_step")
         };
-        events.push_back(json!({"op": "open", "trace_id": trace, "span_id": format!("s{c}"),
-            "parent_span_id": "root", "name": name, "kind": kind, "ts": ts + 2 * c as i64}));
+        events.push_back(
+            json!({"op": "open", "trace_id": trace, "span_id": format!("s{c}"),
+            "parent_span_id": "root", "name": name, "kind": kind, "ts": ts + 2 * c as i64}),
+        );
         if c >= 2 {
             close(c - 1, &mut events, rng);
         }
