@@ -156,7 +156,9 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Fuzz(args)) => runtime.block_on(crate::bench::fuzz(args)),
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Compare(args)) => {
             runtime.block_on(crate::bench::compare(args))
         }

@@ -92,6 +92,8 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::api_door,
         ))
+        // Here as well as around the whole app: pages call this router in-process.
+        .layer(middleware::from_fn(guard::refuse_nul))
         .layer(middleware::from_fn(json_errors))
         .layer(DefaultBodyLimit::disable())
         .with_state(state)

@@ -175,7 +175,7 @@ pub async fn fuzz(args: FuzzArgs) -> Outcome {
                             tally.fail(format!("{}: no answer: {e}", summary()));
                         }
                     }
-                    if n % 5_000 == 0 {
+                    if n.is_multiple_of(5_000) {
                         eprint!("\r{n} / {total} sent   ");
                     }
                 }

@@ -68,7 +68,7 @@ fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
         };
         let mut event = json!({"op": "close", "trace_id": trace, "span_id": format!("s{c}"),
             "ts": ts + 2 * c as i64 + 1, "status": status});
-        if c % 3 == 0 {
+        if c.is_multiple_of(3) {
             tokens += 10 + c as i64;
             event["token_count"] = json!(10 + c);
             event["output"] = json!({"text": format!("answer {c}")});
@@ -76,7 +76,7 @@ fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
         events.push_back(event);
     };
     for c in 1..=children {
-        let (name, kind) = if c % 3 == 0 {
+        let (name, kind) = if c.is_multiple_of(3) {
             ("policy", "model")
         } else {
             ("env step", "env_step")
@@ -149,7 +149,12 @@ pub(crate) async fn write(
         }
         // A load balancer in front of several servers: odd writers' batches go to
         // each server in turn, even writers keep to one.
-        let server = (plan.index / 2 + if plan.index % 2 == 1 { batch_number } else { 0 })
+        let server = (plan.index / 2
+            + if !plan.index.is_multiple_of(2) {
+                batch_number
+            } else {
+                0
+            })
             % plan.bases.len().max(1);
         let base = plan.bases.get(server).cloned().unwrap_or_default();
         let url = format!(
@@ -169,7 +174,7 @@ pub(crate) async fn write(
         if let Ok(mut done) = done.lock() {
             done.extend(finished);
         }
-        if batch_number % 10 == 0 {
+        if batch_number.is_multiple_of(10) {
             // A training loop's metrics; the step logged twice in one batch keeps
             // the second value, on every database.
             let step = (batch_number / 10) as i64;
