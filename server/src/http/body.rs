@@ -39,6 +39,13 @@ fn too_large(message: String) -> ApiError {
 
 /// Reads the body, decompressing it as its Content-Encoding says.
 pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
+    // The wire's share of the body budget: the declared length, or the limit for a
+    // body of unknown length.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    super::budget::take(declared.map_or(MAX_WIRE_BYTES, |n| n.min(MAX_WIRE_BYTES + 1)))?;
     let wire = to_bytes(body, MAX_WIRE_BYTES).await.map_err(|e| {
         if over_limit(&e) {
             too_large(format!("request body is over {} MiB", MAX_WIRE_BYTES >> 20))
@@ -94,7 +101,9 @@ fn inflate(mut reader: impl Read, name: &str, hint: Option<usize>) -> ApiResult<
     };
     // Grown by hand, not by `read_to_end`: doubling past the limit would reserve
     // twice the limit for a bomb's last read.
-    let mut out: Vec<u8> = Vec::with_capacity(hint.unwrap_or(0).min(MAX_INFLATED_BYTES));
+    let first = hint.unwrap_or(0).min(MAX_INFLATED_BYTES);
+    super::budget::take(first)?;
+    let mut out: Vec<u8> = Vec::with_capacity(first);
     let mut piece = [0u8; 64 * 1024];
     loop {
         let n = reader.read(&mut piece).map_err(broken)?;
@@ -109,6 +118,7 @@ fn inflate(mut reader: impl Read, name: &str, hint: Option<usize>) -> ApiResult<
         }
         if out.capacity() - out.len() < n {
             let grown = (out.capacity() * 2).clamp(piece.len(), MAX_INFLATED_BYTES);
+            super::budget::take(grown.saturating_sub(out.capacity()))?;
             out.reserve_exact(grown - out.len());
         }
         out.extend_from_slice(&piece[..n]);

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod budget;
 mod compare;
 pub mod error;
 mod export;
@@ -39,6 +40,8 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// The slots of writes in flight (`shed::MAX_WRITES_IN_FLIGHT`).
     pub write_slots: Arc<tokio::sync::Semaphore>,
+    /// The memory write bodies may hold together (`budget::BODY_BUDGET_MIB`).
+    pub body_budget: Arc<tokio::sync::Semaphore>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -53,6 +56,7 @@ impl AppState {
             require_auth: false,
             secure_cookies: false,
             write_slots: shed::write_slots(),
+            body_budget: budget::new_budget(),
         }
     }
 }

@@ -13,8 +13,8 @@ use tokio::sync::Semaphore;
 use super::error::ApiError;
 use super::AppState;
 
-/// Write requests (native and OTLP) handled at once. Each may hold up to 32 MiB
-/// on the wire and 64 MiB inflated, so this bounds their memory too.
+/// Write requests (native and OTLP) handled at once. Their bodies' memory is
+/// bounded together by `budget::BODY_BUDGET_MIB`.
 pub const MAX_WRITES_IN_FLIGHT: usize = 64;
 /// The longest a read may take before it answers 503 (and is dropped).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -27,7 +27,10 @@ pub fn write_slots() -> Arc<Semaphore> {
 /// Takes a write slot for the request, or answers 503 when none is free.
 pub async fn shed_writes(State(state): State<AppState>, request: Request, next: Next) -> Response {
     match state.write_slots.clone().try_acquire_owned() {
-        Ok(_slot) => next.run(request).await,
+        Ok(_slot) => {
+            let share = super::budget::Share::new(state.body_budget.clone());
+            share.scope(next.run(request)).await
+        }
         Err(_) => ApiError::Unavailable {
             message: format!(
                 "{MAX_WRITES_IN_FLIGHT} writes are already in flight; nothing of this one was \

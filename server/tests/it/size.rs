@@ -192,3 +192,62 @@ async fn a_gigabyte_body_and_compression_bombs_answer_413_within_bounded_memory(
     // Still serving.
     wait_ready(&format!("http://{addr}")).await;
 }
+
+/// The bodies' shared budget: chunked bodies still arriving each hold the wire
+/// limit; once they hold the whole budget, one more write answers 503 with
+/// Retry-After and stores nothing, and when they are gone it is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
+    use treeline_server::http::{body::MAX_WIRE_BYTES, budget::BODY_BUDGET_MIB};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    let _server = serve(dir.path(), &addr);
+    wait_ready(&base).await;
+    let client = treeline_client::Client::new(&base);
+    let run = treeline_wire::RunUpsert {
+        project: "budget".into(),
+        ..Default::default()
+    };
+    client.put_run("budget-run", &run).await.expect("run");
+
+    let path = "/api/runs/budget-run/traces/events";
+    let mut held = Vec::new();
+    for _ in 0..BODY_BUDGET_MIB / (MAX_WIRE_BYTES / MIB) {
+        let mut stream = TcpStream::connect(&addr).await.expect("connect");
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"eve\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.expect("send");
+        held.push(stream);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    let http = reqwest::Client::new();
+    let batch = serde_json::json!({"events": [{"op": "open", "trace_id": "t1", "span_id": "s1",
+        "name": "root", "kind": "rollout", "ts": 1}]});
+    let send = || http.post(format!("{base}{path}")).json(&batch).send();
+    let refused = send().await.expect("an answer");
+    assert_eq!(refused.status(), 503);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let stored: treeline_wire::TraceList = client
+        .get("/api/runs/budget-run/traces")
+        .await
+        .expect("list");
+    assert!(
+        stored.traces.is_empty(),
+        "nothing of the refused write is stored"
+    );
+
+    drop(held);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let accepted = send().await.expect("an answer");
+    assert_eq!(accepted.status(), 200, "{:?}", accepted.text().await);
+}
