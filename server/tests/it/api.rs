@@ -1,4 +1,5 @@
-//! The HTTP contract through the real router, on a real SQLite file.
+//! The HTTP contract through the real router, on a real SQLite file and on
+//! PostgreSQL: every case runs on both.
 
 use crate::common;
 
@@ -22,8 +23,17 @@ async fn api() -> Api {
     api_with_keys(vec![]).await
 }
 
+tokio::task_local! {
+    /// Whether the case at hand runs on PostgreSQL (set by `on_both!`).
+    static ON_POSTGRES: bool;
+}
+
 async fn api_with_keys(keys: Vec<String>) -> Api {
-    let store = common::sqlite().await;
+    let store = if ON_POSTGRES.try_with(|on| *on).unwrap_or(false) {
+        common::postgres().await
+    } else {
+        common::sqlite().await
+    };
     let mut state = AppState::new(store.store.clone());
     state.api_keys = Arc::new(keys);
     Api {
@@ -103,7 +113,6 @@ fn event(op: &str, trace: &str, span: &str) -> Value {
     }
 }
 
-#[tokio::test]
 async fn runs_are_created_then_updated_and_keep_their_project() {
     let api = api().await.with_run().await;
     let again = api
@@ -135,7 +144,6 @@ async fn runs_are_created_then_updated_and_keep_their_project() {
         .contains("project"));
 }
 
-#[tokio::test]
 async fn an_invalid_event_is_rejected_alone() {
     let api = api().await.with_run().await;
     let mut bad = event("open", "t1", "b");
@@ -159,7 +167,6 @@ async fn an_invalid_event_is_rejected_alone() {
     assert_eq!(trace.body["status"], "ok");
 }
 
-#[tokio::test]
 async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice() {
     let api = api().await.with_run().await;
     let body = json!({"events": [event("open", "t1", "a"), event("close", "t1", "a")]});
@@ -199,7 +206,6 @@ async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice() 
     );
 }
 
-#[tokio::test]
 async fn gzip_and_zstd_bodies_are_accepted() {
     let api = api().await.with_run().await;
     let body = json!({"events": [event("open", "t1", "a")]}).to_string();
@@ -220,7 +226,6 @@ async fn gzip_and_zstd_bodies_are_accepted() {
     assert_eq!(api.get("/runs/r1/traces/t1").await.body["span_count"], 1);
 }
 
-#[tokio::test]
 async fn oversized_requests_are_413() {
     let api = api().await.with_run().await;
     let many: Vec<Value> = (0..10_001)
@@ -243,7 +248,6 @@ async fn oversized_requests_are_413() {
     assert_eq!(api.get("/runs/r1").await.body["trace_count"], 0);
 }
 
-#[tokio::test]
 async fn an_unknown_run_is_404_and_bad_json_is_400() {
     let api = api().await;
     let reply = api
@@ -283,7 +287,6 @@ async fn an_unknown_run_is_404_and_bad_json_is_400() {
     );
 }
 
-#[tokio::test]
 async fn metric_points_are_checked_one_by_one() {
     let api = api().await.with_run().await;
     let points = json!({"points": [
@@ -305,7 +308,6 @@ async fn metric_points_are_checked_one_by_one() {
     );
 }
 
-#[tokio::test]
 async fn with_api_keys_reads_and_writes_need_a_bearer_token() {
     let api = api_with_keys(vec!["secret-key".into()]).await;
     let body = json!({"project": "p"});
@@ -355,7 +357,6 @@ async fn with_api_keys_reads_and_writes_need_a_bearer_token() {
 
 /// What a page of another site can send without a preflight: a form or a
 /// `text/plain` fetch. Neither may write.
-#[tokio::test]
 async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
     let api = api().await.with_run().await;
     let events = json!({"events": [event("open", "t1", "a")]}).to_string();
@@ -385,7 +386,6 @@ async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
     assert_eq!(run["status"], "running");
 }
 
-#[tokio::test]
 async fn reads_use_the_404_codes_of_the_contract() {
     let api = api().await.with_run().await;
     api.send(
@@ -417,7 +417,6 @@ async fn reads_use_the_404_codes_of_the_contract() {
     assert_eq!(roots.body["spans"][0]["span_id"], "root");
 }
 
-#[tokio::test]
 async fn trace_lists_report_their_window_and_limit_search_terms() {
     let api = api().await.with_run().await;
     api.send(
@@ -452,7 +451,6 @@ async fn trace_lists_report_their_window_and_limit_search_terms() {
     );
 }
 
-#[tokio::test]
 async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
     let api = api().await;
     api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
@@ -503,7 +501,6 @@ async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
     assert_eq!(none.body["runs"].as_array().map(Vec::len), Some(0));
 }
 
-#[tokio::test]
 async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing() {
     let store = common::sqlite().await;
     let mut state = AppState::new(store.store.clone());
@@ -524,7 +521,6 @@ async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_n
     );
 }
 
-#[tokio::test]
 async fn a_body_that_stops_arriving_is_a_timeout_not_too_large() {
     let api = api().await;
     api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
@@ -542,3 +538,36 @@ async fn a_body_that_stops_arriving_is_a_timeout_not_too_large() {
         "request_timeout",
     );
 }
+
+/// Each case, once on each database.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $name() {
+                super::ON_POSTGRES.scope(false, super::$name()).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $name() {
+                super::ON_POSTGRES.scope(true, super::$name()).await;
+            })*
+        }
+    };
+}
+
+on_both!(
+    runs_are_created_then_updated_and_keep_their_project,
+    an_invalid_event_is_rejected_alone,
+    an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice,
+    gzip_and_zstd_bodies_are_accepted,
+    oversized_requests_are_413,
+    an_unknown_run_is_404_and_bad_json_is_400,
+    metric_points_are_checked_one_by_one,
+    with_api_keys_reads_and_writes_need_a_bearer_token,
+    a_cross_site_form_post_is_refused_and_writes_nothing,
+    reads_use_the_404_codes_of_the_contract,
+    trace_lists_report_their_window_and_limit_search_terms,
+    trace_filters_are_checked_and_applied_and_attribute_keys_listed,
+    past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing,
+    a_body_that_stops_arriving_is_a_timeout_not_too_large,
+);
