@@ -6,10 +6,15 @@
 
 use std::process::Command;
 
-fn bench(args: &[&str]) {
+/// Runs `treeline bench` with `args` (split on spaces) and then `more`.
+fn bench(args: &str, more: &[&str]) {
+    let args: Vec<&str> = args
+        .split_whitespace()
+        .chain(more.iter().copied())
+        .collect();
     let out = Command::new(env!("CARGO_BIN_EXE_treeline"))
         .arg("bench")
-        .args(args)
+        .args(&args)
         .output()
         .expect("treeline bench runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -23,36 +28,18 @@ fn bench(args: &[&str]) {
 
 #[test]
 fn fuzzed_requests_get_answers_below_500_on_sqlite() {
-    bench(&["fuzz", "--requests", "3000", "--seed", "7"]);
+    bench("fuzz --requests 3000 --seed 7", &[]);
 }
 
 #[test]
 fn a_soak_with_kill_9s_loses_nothing_and_stores_nothing_twice() {
-    bench(&[
-        "soak",
-        "--seconds",
-        "8",
-        "--writers",
-        "8",
-        "--readers",
-        "2",
-        "--kill",
-        "2",
-    ]);
+    bench("soak --seconds 8 --writers 8 --readers 2 --kill 2", &[]);
 }
 
 #[tokio::test]
 async fn fuzzed_requests_get_answers_below_500_on_postgres() {
     let url = crate::common::postgres_url().await;
-    bench(&[
-        "fuzz",
-        "--requests",
-        "3000",
-        "--seed",
-        "8",
-        "--database-url",
-        &url,
-    ]);
+    bench("fuzz --requests 3000 --seed 8 --database-url", &[&url]);
 }
 
 /// Scale-out: two processes on one PostgreSQL database, writers split across them
@@ -60,19 +47,8 @@ async fn fuzzed_requests_get_answers_below_500_on_postgres() {
 #[tokio::test]
 async fn two_servers_on_one_postgres_lose_nothing_and_agree() {
     let url = crate::common::postgres_url().await;
-    bench(&[
-        "soak",
-        "--seconds",
-        "8",
-        "--writers",
-        "8",
-        "--readers",
-        "2",
-        "--servers",
-        "2",
-        "--kill",
-        "1",
-        "--database-url",
-        &url,
-    ]);
+    bench(
+        "soak --seconds 8 --writers 8 --readers 2 --servers 2 --kill 1 --database-url",
+        &[&url],
+    );
 }

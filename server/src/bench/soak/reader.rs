@@ -66,43 +66,25 @@ pub(crate) async fn read(
         n += 1;
         let base = &bases[(index + n) % bases.len()];
         let run = rng.pick(&runs).cloned().unwrap_or_default();
-        let got = match n % 5 {
-            0 => {
-                get(
-                    &http,
-                    &format!("{base}{}?project=soak&limit=50", path(routes::RUNS, &[])),
-                    &mut report,
-                )
-                .await
-            }
-            1 => {
-                get(
-                    &http,
-                    &format!("{base}{}?limit=50", path(routes::RUN_TRACES, &[&run])),
-                    &mut report,
-                )
-                .await
-            }
-            2 => {
-                get(
-                    &http,
-                    &format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run])),
-                    &mut report,
-                )
-                .await
-            }
-            3 => {
-                get(
-                    &http,
-                    &format!(
-                        "{base}{}?limit=50&sort=tokens",
-                        path(routes::RUN_TRACES, &[&run])
-                    ),
-                    &mut report,
-                )
-                .await
-            }
-            _ => {
+        let url = match n % 5 {
+            0 => Some(format!(
+                "{base}{}?project=soak&limit=50",
+                path(routes::RUNS, &[])
+            )),
+            1 => Some(format!(
+                "{base}{}?limit=50",
+                path(routes::RUN_TRACES, &[&run])
+            )),
+            2 => Some(format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run]))),
+            3 => Some(format!(
+                "{base}{}?limit=50&sort=tokens",
+                path(routes::RUN_TRACES, &[&run])
+            )),
+            _ => None,
+        };
+        let got = match url {
+            Some(url) => get(&http, &url, &mut report).await,
+            None => {
                 check_one(&http, base, &done, &mut rng, &mut report).await;
                 Some(Vec::new())
             }
