@@ -71,8 +71,9 @@ impl Share {
     }
 }
 
-/// Takes `bytes` more for the current write request (held in whole MiB), or answers 503 when the budget has no room. Outside a write request (a
-/// test calling the body reader itself) there is nothing to take.
+/// Takes `bytes` more for the current write request (held in whole MiB), or
+/// answers 503 when the budget has no room. Outside a write request (a test
+/// calling the body reader itself) there is nothing to take.
 pub fn take(bytes: usize) -> Result<(), ApiError> {
     SHARE
         .try_with(|share| share.clone())
