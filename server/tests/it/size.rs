@@ -222,14 +222,25 @@ async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
         stream.write_all(head.as_bytes()).await.expect("send");
         held.push(stream);
     }
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-
     let http = reqwest::Client::new();
-    let batch = serde_json::json!({"events": [{"op": "open", "trace_id": "t1", "span_id": "s1",
-        "name": "root", "kind": "rollout", "ts": 1}]});
-    let send = || http.post(format!("{base}{path}")).json(&batch).send();
-    let refused = send().await.expect("an answer");
-    assert_eq!(refused.status(), 503);
+    let send = |trace: String| {
+        let batch = serde_json::json!({"events": [{"op": "open", "trace_id": trace,
+            "span_id": "s1", "name": "root", "kind": "rollout", "ts": 1}]});
+        http.post(format!("{base}{path}")).json(&batch).send()
+    };
+    // The held bodies take their shares once their handlers start: until then a
+    // write may still find room, so each try writes a trace of its own.
+    let mut refused = None;
+    for attempt in 0..100 {
+        let trace = format!("early-{attempt}");
+        let answer = send(trace.clone()).await.expect("an answer");
+        if answer.status() == 503 {
+            refused = Some((trace, answer));
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (trace, refused) = refused.expect("a write past the budget answers 503");
     assert_eq!(
         refused
             .headers()
@@ -237,17 +248,29 @@ async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
             .and_then(|v| v.to_str().ok()),
         Some("1")
     );
-    let stored: treeline_wire::TraceList = client
-        .get("/api/runs/budget-run/traces")
+    let lookup = http
+        .get(format!("{base}/api/runs/budget-run/traces/{trace}"))
+        .send()
         .await
-        .expect("list");
-    assert!(
-        stored.traces.is_empty(),
+        .expect("an answer");
+    assert_eq!(
+        lookup.status(),
+        404,
         "nothing of the refused write is stored"
     );
 
     drop(held);
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    let accepted = send().await.expect("an answer");
-    assert_eq!(accepted.status(), 200, "{:?}", accepted.text().await);
+    let mut status = 0;
+    for attempt in 0..100 {
+        status = send(format!("late-{attempt}"))
+            .await
+            .expect("an answer")
+            .status()
+            .as_u16();
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200, "once the bodies are gone, writes are stored");
 }
