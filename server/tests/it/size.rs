@@ -212,8 +212,11 @@ async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
     client.put_run("budget-run", &run).await.expect("run");
 
     let path = "/api/runs/budget-run/traces/events";
+    // One chunked body more than the budget holds: each counts the wire limit from
+    // its start, so all but one take their shares and the last is refused, which
+    // shows the budget is full before anything else is sent.
     let mut held = Vec::new();
-    for _ in 0..BODY_BUDGET_MIB / (MAX_WIRE_BYTES / MIB) {
+    for _ in 0..=BODY_BUDGET_MIB / (MAX_WIRE_BYTES / MIB) {
         let mut stream = TcpStream::connect(&addr).await.expect("connect");
         let head = format!(
             "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
@@ -222,25 +225,32 @@ async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
         stream.write_all(head.as_bytes()).await.expect("send");
         held.push(stream);
     }
+    let mut answered = None;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while answered.is_none() && std::time::Instant::now() < deadline {
+        for (i, stream) in held.iter_mut().enumerate() {
+            let mut buf = [0u8; 64];
+            let read =
+                tokio::time::timeout(std::time::Duration::from_millis(20), stream.read(&mut buf));
+            if let Ok(Ok(n)) = read.await {
+                answered = Some((i, String::from_utf8_lossy(&buf[..n]).into_owned()));
+                break;
+            }
+        }
+    }
+    let (i, reply) = answered.expect("one held body is refused within 30 s");
+    assert!(reply.starts_with("HTTP/1.1 503"), "{reply}");
+    held.remove(i);
+
     let http = reqwest::Client::new();
     let send = |trace: String| {
         let batch = serde_json::json!({"events": [{"op": "open", "trace_id": trace,
             "span_id": "s1", "name": "root", "kind": "rollout", "ts": 1}]});
         http.post(format!("{base}{path}")).json(&batch).send()
     };
-    // The held bodies take their shares once their handlers start: until then a
-    // write may still find room, so each try writes a trace of its own.
-    let mut refused = None;
-    for attempt in 0..100 {
-        let trace = format!("early-{attempt}");
-        let answer = send(trace.clone()).await.expect("an answer");
-        if answer.status() == 503 {
-            refused = Some((trace, answer));
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let (trace, refused) = refused.expect("a write past the budget answers 503");
+    let trace = "refused".to_string();
+    let refused = send(trace.clone()).await.expect("an answer");
+    assert_eq!(refused.status(), 503);
     assert_eq!(
         refused
             .headers()
