@@ -39,11 +39,26 @@ pub fn check_timestamp(ts: i64, field: &str) -> Result<(), crate::Invalid> {
     ))
 }
 
+/// Whether `value` holds a NUL character in a string or a key; allocates nothing,
+/// as every event and metric point on the ingest path is asked.
+fn has_nul(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
 /// Where `value` holds a NUL character (`\u0000`), in a string or a key: its path
 /// (`field.key[2]`), under `field`. PostgreSQL can store neither in text or JSONB,
 /// so both databases refuse it alike.
 pub fn nul_path(value: &serde_json::Value, field: &str) -> Option<String> {
     use serde_json::Value;
+    if !has_nul(value) {
+        return None;
+    }
     match value {
         Value::String(s) => s.contains('\0').then(|| field.to_string()),
         Value::Array(items) => items

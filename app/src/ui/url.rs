@@ -197,9 +197,14 @@ fn decode(v: &str) -> String {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
-            out.push(u8::from_str_radix(hex, 16).unwrap_or(0));
+        // A `%` without two hex digits after it is kept as written; read as a zero
+        // byte, it put a NUL into the page's API calls.
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        if let (b'%', Some(byte)) = (bytes[i], escaped) {
+            out.push(byte);
             i += 3;
         } else {
             out.push(bytes[i]);
@@ -212,6 +217,12 @@ fn decode(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_broken_escape_is_kept_as_written() {
+        assert_eq!(decode("100%zz%"), "100%zz%");
+        assert_eq!(decode("a%20b%41"), "a bA");
+    }
 
     #[test]
     fn a_selection_round_trips_through_its_href() {

@@ -90,7 +90,7 @@ impl Fleet {
             .spawn()
             .context("cannot start treeline serve")?;
         server.child = Some(child);
-        let health = format!("http://{}/healthz", server.addr);
+        let health = format!("http://{}{}", server.addr, treeline_wire::routes::HEALTH);
         let http = reqwest::Client::new();
         for _ in 0..600 {
             if http

@@ -60,12 +60,8 @@ pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<Aligne
             rows.push(pair(a_span, b_span, threshold));
         }
     }
-    rows.extend(
-        b.into_iter()
-            .zip(matched)
-            .filter_map(|(s, m)| (!m).then_some(s).flatten())
-            .map(|s| one_side(None, Some(s))),
-    );
+    // Every matched span was taken by its pair: what is left matched nothing.
+    rows.extend(b.into_iter().flatten().map(|s| one_side(None, Some(s))));
     rows
 }
 
@@ -97,7 +93,7 @@ fn pair(a: ChildNode, b: ChildNode, threshold: f64) -> AlignedRow {
 }
 
 /// What differs between two matched spans, in a fixed order.
-pub fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
+fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
     let (x, y) = (&a.node, &b.node);
     [
         ("status", x.status != y.status),

@@ -45,7 +45,13 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<usize>().ok());
-    super::budget::take(declared.map_or(MAX_WIRE_BYTES, |n| n.min(MAX_WIRE_BYTES + 1)))?;
+    if declared.is_some_and(|n| n > MAX_WIRE_BYTES) {
+        return Err(too_large(format!(
+            "request body is over {} MiB",
+            MAX_WIRE_BYTES >> 20
+        )));
+    }
+    super::budget::take(declared.unwrap_or(MAX_WIRE_BYTES))?;
     let wire = to_bytes(body, MAX_WIRE_BYTES).await.map_err(|e| {
         if over_limit(&e) {
             too_large(format!("request body is over {} MiB", MAX_WIRE_BYTES >> 20))
@@ -73,7 +79,12 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
                 .and_then(|at| wire.get(at..))
                 .and_then(|tail| tail.try_into().ok())
                 .map(|tail| u32::from_le_bytes(tail) as usize);
-            inflate(flate2::read::GzDecoder::new(&wire[..]), "gzip", hint)
+            inflate(
+                flate2::read::GzDecoder::new(&wire[..]),
+                "gzip",
+                hint,
+                wire.len(),
+            )
         }
         "zstd" => {
             let decoder = zstd::stream::read::Decoder::new(&wire[..])
@@ -82,7 +93,7 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
                 .ok()
                 .flatten()
                 .and_then(|size| usize::try_from(size).ok());
-            inflate(decoder, "zstd", hint)
+            inflate(decoder, "zstd", hint, wire.len())
         }
         other => Err(ApiError::UnsupportedEncoding(format!(
             "Content-Encoding {other:?} is not supported; use gzip or zstd"
@@ -90,9 +101,19 @@ pub async fn read(headers: &HeaderMap, body: Body) -> ApiResult<Bytes> {
     }
 }
 
+/// The most one compressed byte inflates to (deflate's limit is about 1032), so a
+/// size a small body claims cannot reserve more than it could fill.
+const MAX_RATIO: usize = 1032;
+
 /// Decompresses to at most [`MAX_INFLATED_BYTES`]; `hint` is the size the body
-/// says it inflates to, taken as a first capacity (within the limit) and no more.
-fn inflate(mut reader: impl Read, name: &str, hint: Option<usize>) -> ApiResult<Bytes> {
+/// says it inflates to, taken as a first capacity (within the limit, and within
+/// what `wire_len` bytes could inflate to) and no more.
+fn inflate(
+    mut reader: impl Read,
+    name: &str,
+    hint: Option<usize>,
+    wire_len: usize,
+) -> ApiResult<Bytes> {
     let broken = |e: std::io::Error| {
         ApiError::bad(
             "invalid_body",
@@ -101,7 +122,10 @@ fn inflate(mut reader: impl Read, name: &str, hint: Option<usize>) -> ApiResult<
     };
     // Grown by hand, not by `read_to_end`: doubling past the limit would reserve
     // twice the limit for a bomb's last read.
-    let first = hint.unwrap_or(0).min(MAX_INFLATED_BYTES);
+    let first = hint
+        .unwrap_or(0)
+        .min(MAX_INFLATED_BYTES)
+        .min(wire_len.saturating_mul(MAX_RATIO));
     super::budget::take(first)?;
     let mut out: Vec<u8> = Vec::with_capacity(first);
     let mut piece = [0u8; 64 * 1024];

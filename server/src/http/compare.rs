@@ -78,8 +78,8 @@ fn side(p: &Params, name: &'static str) -> ApiResult<(String, String)> {
     Ok((trace.to_string(), span.to_string()))
 }
 
-/// The span's children with their bodies, at most [`ALIGN_MAX_CHILDREN`]; `true` when
-/// there were more.
+/// The span's children with their attributes, at most [`ALIGN_MAX_CHILDREN`];
+/// `true` when there were more.
 async fn children(
     state: &AppState,
     who: &Principal,
@@ -88,12 +88,13 @@ async fn children(
 ) -> ApiResult<(Vec<ChildNode>, bool)> {
     find_trace(state, who, run_id, trace_id).await?;
     let reads = state.store.reads();
-    if !reads.span_exists(run_id, trace_id, span_id).await? {
-        return Err(span_not_found(span_id, trace_id));
-    }
     let mut children = reads
         .children_nodes(run_id, trace_id, span_id, ALIGN_MAX_CHILDREN + 1)
         .await?;
+    // A span with children exists; only a childless one needs asking.
+    if children.is_empty() && !reads.span_exists(run_id, trace_id, span_id).await? {
+        return Err(span_not_found(span_id, trace_id));
+    }
     let cut = children.len() > ALIGN_MAX_CHILDREN;
     children.truncate(ALIGN_MAX_CHILDREN);
     Ok((children, cut))
@@ -129,8 +130,11 @@ pub(super) async fn diff(
 ) -> ApiResult<Json<SpanDiff>> {
     check_id(&run_id, "run_id")?;
     let p = Params::new(raw);
-    let a = span(&state, &who, &run_id, &side(&p, "a")?).await?;
-    let b = span(&state, &who, &run_id, &side(&p, "b")?).await?;
+    let (a, b) = (side(&p, "a")?, side(&p, "b")?);
+    let (a, b) = tokio::try_join!(
+        span(&state, &who, &run_id, &a),
+        span(&state, &who, &run_id, &b)
+    )?;
     // Diffing long bodies is work for a core, not for the async threads.
     let diff = tokio::task::spawn_blocking(move || diff_spans(&a, &b))
         .await

@@ -485,7 +485,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
               WHERE rollout_id IS NOT NULL AND lower(rollout_id){} = ",
             DB::BYTE_ORDER
         ));
-        q.bind(rollout_id.to_lowercase())
+        q.bind(DB::fold_case(rollout_id))
             .push(" AND t.rollout_id = ")
             .bind(rollout_id)
             .push(" AND t.run_id = ")

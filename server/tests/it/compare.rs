@@ -38,10 +38,11 @@ fn events() -> Vec<Value> {
         ));
     }
     e.push(close("g", "root", "ok", 5_000));
+    // Started in the reverse of their steps, so the step order is the list's own.
     for step in [100, 0, 50] {
         let t = format!("eval-{step}");
         e.push(with(
-            open(&t, "root", None, "evaluator", 10_000 + step),
+            open(&t, "root", None, "evaluator", 10_000 - step),
             json!({"step": step, "attributes": {"rollout_id": "eval-p1"}}),
         ));
         e.push(close(&t, "root", "ok", 20_000 + step));
@@ -49,6 +50,15 @@ fn events() -> Vec<Value> {
     e.push(with(
         open("other", "root", None, "evaluator", 1),
         json!({"attributes": {"rollout_id": "eval-p2"}}),
+    ));
+    // Another rollout that differs only in case, and one with a non-ASCII capital.
+    e.push(with(
+        open("shout", "root", None, "evaluator", 2),
+        json!({"step": 0, "attributes": {"rollout_id": "EVAL-P1"}}),
+    ));
+    e.push(with(
+        open("umlaut", "root", None, "evaluator", 3),
+        json!({"attributes": {"rollout_id": "Äpfel-1"}}),
     ));
     e
 }
@@ -114,6 +124,16 @@ async fn compare(store: TestStore) {
     assert_eq!(matches.rollout_id.as_deref(), Some("eval-p1"));
     let ids: Vec<&str> = matches.traces.iter().map(|t| t.trace_id.as_str()).collect();
     assert_eq!(ids, ["eval-0", "eval-50", "eval-100"]);
+    let umlaut: RolloutMatches = client
+        .get("/api/runs/r1/traces/umlaut/rollouts")
+        .await
+        .expect("rollouts");
+    let ids: Vec<&str> = umlaut.traces.iter().map(|t| t.trace_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["umlaut"],
+        "a rollout id with a non-ASCII capital finds itself"
+    );
     let none: RolloutMatches = client
         .get("/api/runs/r1/traces/g/rollouts")
         .await

@@ -12,7 +12,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message;
 use serde_json::{json, Value};
-use treeline_wire::routes;
+use treeline_wire::routes::{self, encode};
 
 use crate::bench::rng::Rng;
 
@@ -179,10 +179,6 @@ fn strange_id(rng: &mut Rng) -> String {
         8 => "'; drop table runs; --".into(),
         _ => format!("{:x}", rng.next_u64()),
     }
-}
-
-fn encode(text: &str) -> String {
-    form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 fn fill(template: &str, known: &Known, rng: &mut Rng) -> String {

@@ -188,7 +188,7 @@ pub async fn fuzz(args: FuzzArgs) -> Outcome {
     let elapsed = started.elapsed();
     eprintln!("\r{} / {} sent   ", args.requests, args.requests);
     let alive = http
-        .get(format!("{base}/healthz"))
+        .get(format!("{base}{}", treeline_wire::routes::HEALTH))
         .send()
         .await
         .is_ok_and(|r| r.status().is_success());

@@ -45,7 +45,7 @@ async fn traces_of(
         let mut url = format!("{base}{}?limit=500", path(routes::RUN_TRACES, &[run]));
         if let Some(c) = &cursor {
             url.push_str("&cursor=");
-            url.push_str(&form_urlencoded::byte_serialize(c.as_bytes()).collect::<String>());
+            url.push_str(&routes::encode(c));
         }
         let page: TraceList = get(http, &url).await?;
         for trace in page.traces {
@@ -107,7 +107,7 @@ pub(crate) async fn verify(
         let url = format!(
             "{base}{}?key={}&max_points=100000",
             path(routes::RUN_METRICS, &[run]),
-            form_urlencoded::byte_serialize(key.as_bytes()).collect::<String>()
+            routes::encode(key)
         );
         let series: MetricSeries = get(http, &url).await?;
         verdict.points += points.len();
