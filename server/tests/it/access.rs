@@ -71,20 +71,21 @@ impl Team {
         for (k, v) in headers {
             request = request.header(*k, *v);
         }
-        let response = self
-            .app
-            .clone()
-            .oneshot(request.body(body).expect("request"))
+        // A hang fails here, naming the request, rather than stalling the suite.
+        let answer = async {
+            let response = self
+                .app
+                .clone()
+                .oneshot(request.body(body).expect("request"))
+                .await
+                .expect("answer");
+            let (parts, body) = response.into_parts();
+            (parts, body.collect().await.expect("body").to_bytes())
+        };
+        let (parts, bytes) = tokio::time::timeout(std::time::Duration::from_secs(60), answer)
             .await
-            .expect("answer");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let bytes = response
-            .into_body()
-            .collect()
-            .await
-            .expect("body")
-            .to_bytes();
+            .unwrap_or_else(|_| panic!("{method} {path} did not answer within 60 s"));
+        let (status, headers) = (parts.status, parts.headers);
         Reply {
             status,
             headers,
