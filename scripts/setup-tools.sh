@@ -62,7 +62,8 @@ if wants leptos && ! cargo-leptos --version 2>/dev/null | grep -q "$LEPTOS_VERSI
   (cd "$src" && cargo update -q -p cargo-util-schemas --precise 0.14.1)
   step cargo-leptos "building cargo-leptos $LEPTOS_VERSION, for make dev (once)" "10 min" \
     "$LOGS/cargo-leptos.log" "$(cd "$src" && crate_count --features no_downloads)" -- \
-    tool_profile cargo install --path "$src" --locked --root "$TOOLS_DIR" --features no_downloads
+    tool_profile env -u RUSTC_WORKSPACE_WRAPPER -u CLIPPY_ARGS \
+    cargo install --path "$src" --locked --root "$TOOLS_DIR" --features no_downloads
 fi
 
 if wants bindgen; then
@@ -75,6 +76,7 @@ if wants bindgen; then
     exit 1
   fi
   stamp=$(cat "$ROOT"/tools/bundle/Cargo.{toml,lock} "$ROOT"/tools/bundle/src/*.rs | sha256sum | cut -d' ' -f1)
+  # Under `make test` clippy's driver builds it, so its lints are checked too.
   if [ ! -x "$TOOLS_DIR/bin/treeline-bundle" ] || [ "$(cat "$TOOLS_DIR/treeline-bundle.sha256" 2>/dev/null)" != "$stamp" ]; then
     step bundle-tool "building treeline-bundle (wasm-bindgen $BINDGEN_VERSION's library, once)" "1½ min" \
       "$LOGS/treeline-bundle.log" "$(cd "$ROOT/tools/bundle" && crate_count)" -- \
