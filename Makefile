@@ -24,7 +24,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: run build test-build tools bootstrap py-venv dev test lint lint-quick lint-variant rust-test e2e browser-test py-test otlp-test bench clean help
+.PHONY: run build test-build tools bootstrap py-venv dev test lint lint-quick lint-variant rust-and-bundle rust-test e2e browser-test py-test otlp-test bench clean help
 
 ## run: build the release and serve the dashboard, with the demo loaded, on ADDR (SQLite in DATA_DIR)
 run: build
@@ -71,7 +71,19 @@ dev: tools
 test: export TREELINE_BIN := $(CURDIR)/target/debug/treeline
 test: export RUSTC_WORKSPACE_WRAPPER := $(shell rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
 test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
-test: bootstrap py-venv lint-quick rust-test lint-variant test-build py-test otlp-test browser-test
+test: bootstrap py-venv lint-quick rust-and-bundle py-test otlp-test browser-test
+
+# The browser bundle (its tool, then the wasm, each in its own target directory)
+# builds beside the Rust tests: those leave a core idle while they run and link, and
+# the bundle fills it. The debug server's own step waits for cargo's lock on target/.
+# Either failing fails this; a failed Rust side stops the bundle's whole process
+# group (its own, through setsid), as does ctrl-c.
+rust-and-bundle:
+	@setsid $(MAKE) --no-print-directory test-build & bundle=$$!; \
+	trap 'kill -- -$$bundle 2>/dev/null' INT TERM; \
+	if ! $(MAKE) --no-print-directory rust-test lint-variant; then \
+	  kill -- -$$bundle 2>/dev/null; wait $$bundle; exit 1; fi; \
+	wait $$bundle
 
 # treeline-app is only ever built with `ssr` (the server) or `hydrate` (the browser),
 # so those are its feature sets; the server also without its default `devtools`.

@@ -61,10 +61,12 @@ fi
 # SERVER_PROFILE=dev: the debug build of the server (`make test-build`).
 if [ "${SERVER_PROFILE:-release}" = dev ]; then
   server_args=() server_bin=target/debug/treeline server_what="debug build, for the tests"
+  server_usual="1 min after the Rust tests' build, 5 min from scratch"
 else
   server_args=(--release) server_bin=target/release/treeline server_what="optimised"
+  server_usual="10-12 min from scratch"
 fi
-job server "server: compiling the treeline binary ($server_what)" "12 min from scratch" \
+job server "server: compiling the treeline binary ($server_what)" "$server_usual" \
   "$LOGS/server.log" "$(crate_count -p treeline-server)" -- \
   cargo build -p treeline-server --bin treeline "${server_args[@]}"
 wait_jobs
