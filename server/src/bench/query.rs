@@ -329,8 +329,23 @@ pub async fn query(args: QueryArgs) -> Outcome {
             }),
         ),
         (
-            "per-step activity (5,000 steps)",
+            "project search, a term 3 in 4 traces match",
+            Box::new(|| format!("/traces?project={PROJECT}&q=rollout&limit=50")),
+        ),
+        (
+            "per-step activity, 5,000 steps (first 2,000)",
             Box::new(|| format!("/runs/{}/traces/steps", run_id(0))),
+        ),
+        (
+            "per-step activity, 500 of 5,000 steps",
+            Box::new(move || {
+                let from = next() % 4_500;
+                format!(
+                    "/runs/{}/traces/steps?min_step={from}&max_step={}",
+                    run_id(0),
+                    from + 499
+                )
+            }),
         ),
     ];
     println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");

@@ -9,17 +9,17 @@ use treeline_wire::{AlignedRow, Change, SpanKind};
 
 use crate::store::{BodyDifferences, ChildNode};
 
-type Key = (SpanKind, String, usize);
+type Key<'a> = (SpanKind, &'a str, usize);
 
 /// Each span's key: its kind, its name, and how many siblings of that kind and name
 /// came before it.
-fn keys(spans: &[ChildNode]) -> Vec<Key> {
-    let mut seen: HashMap<(SpanKind, &str), usize> = HashMap::new();
+fn keys(spans: &[ChildNode]) -> Vec<Key<'_>> {
+    let mut seen: HashMap<(SpanKind, &str), usize> = HashMap::with_capacity(spans.len());
     spans
         .iter()
         .map(|s| {
             let n = seen.entry((s.node.kind, s.node.name.as_str())).or_default();
-            let key = (s.node.kind, s.node.name.clone(), *n);
+            let key = (s.node.kind, s.node.name.as_str(), *n);
             *n += 1;
             key
         })
@@ -29,12 +29,14 @@ fn keys(spans: &[ChildNode]) -> Vec<Key> {
 /// Aligns `a` and `b`, each in sibling order. A's order leads; a span of B that
 /// matches nothing comes in where it stood among B's matched spans.
 pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<AlignedRow> {
-    let position: HashMap<Key, usize> = keys(&b)
-        .into_iter()
-        .enumerate()
-        .map(|(j, key)| (key, j))
-        .collect();
-    let partner: Vec<Option<usize>> = keys(&a).iter().map(|k| position.get(k).copied()).collect();
+    let partner: Vec<Option<usize>> = {
+        let position: HashMap<Key, usize> = keys(&b)
+            .into_iter()
+            .enumerate()
+            .map(|(j, key)| (key, j))
+            .collect();
+        keys(&a).iter().map(|k| position.get(k).copied()).collect()
+    };
     let mut matched = vec![false; b.len()];
     for j in partner.iter().flatten() {
         matched[*j] = true;
@@ -104,7 +106,7 @@ fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
         ("tokens", x.token_count != y.token_count),
         ("children", x.child_count != y.child_count),
         ("errors", x.error_count != y.error_count),
-        ("attributes", a.attributes != b.attributes),
+        ("attributes", !a.same_attributes(b)),
     ]
     .into_iter()
     .filter(|(_, differ)| *differ)
@@ -156,10 +158,15 @@ fn duration_changed(a: Option<i64>, b: Option<i64>, threshold: f64) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{json, Map};
+    use serde_json::json;
+    use serde_json::value::RawValue;
     use treeline_wire::{SpanNode, SpanStatus};
 
     use super::*;
+
+    fn attributes(value: serde_json::Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).expect("JSON")
+    }
 
     fn span(id: &str, kind: SpanKind, name: &str, duration: i64) -> ChildNode {
         ChildNode {
@@ -180,7 +187,7 @@ mod tests {
                 orphan: false,
                 ordinal: 0,
             },
-            attributes: Map::new(),
+            attributes: attributes(json!({})),
         }
     }
 
@@ -291,7 +298,7 @@ mod tests {
         );
         b.node.duration_us = Some(200);
         b.node.status = SpanStatus::Error;
-        b.attributes.insert("temperature".into(), json!(0.7));
+        b.attributes = attributes(json!({"temperature": 0.7}));
         assert_eq!(
             differences(&a, &b, 0.2),
             ["status", "duration", "attributes"]
@@ -303,10 +310,8 @@ mod tests {
         );
         let mut c = span("c", SpanKind::Model, "llm", 100);
         let mut d = span("d", SpanKind::Model, "llm", 100);
-        c.attributes.insert("x".into(), json!(1));
-        c.attributes.insert("y".into(), json!(2));
-        d.attributes.insert("y".into(), json!(2));
-        d.attributes.insert("x".into(), json!(1));
+        c.attributes = attributes(json!({"x": 1, "y": 2}));
+        d.attributes = attributes(json!({"y": 2, "x": 1}));
         assert!(
             differences(&c, &d, 0.2).is_empty(),
             "attribute order is no difference"

@@ -239,12 +239,12 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
-    /// The function that builds a JSON object, and how a column of JSON text goes
+    /// The function that builds a JSON array, and how a column of JSON text goes
     /// into it as JSON (not as a string): `{}` stands for the column.
-    const JSON_OBJECT: (&'static str, &'static str);
+    const JSON_ARRAY: (&'static str, &'static str);
 
     /// The JSON array text of `value` (a call that builds JSON, such as
-    /// [`Dialect::JSON_OBJECT`]'s) over the rows, in `order`; `[]` for none.
+    /// [`Dialect::JSON_ARRAY`]'s) over the rows, in `order`; `[]` for none.
     fn json_array_agg(value: &str, order: &str) -> String;
 
     /// The elements of a bound JSON array of pairs as rows `k`: the text before and
@@ -278,7 +278,7 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
-    const JSON_OBJECT: (&'static str, &'static str) = ("json_object", "json({})");
+    const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
     // CROSS JOIN keeps the pairs as the outer loop: two key probes each.
     const JSON_PAIRS: JsonPairs = JsonPairs {
         before: "json_each(",
@@ -385,7 +385,7 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
-    const JSON_OBJECT: (&'static str, &'static str) = ("json_build_object", "({})::json");
+    const JSON_ARRAY: (&'static str, &'static str) = ("json_build_array", "({})::json");
     const JSON_PAIRS: JsonPairs = JsonPairs {
         before: "jsonb_array_elements(",
         after: "::jsonb) WITH ORDINALITY AS k(pair, i)",

@@ -461,13 +461,30 @@ impl<DB: Dialect> Reads for Reader<DB> {
         b_trace: &str,
         pairs: &[(String, String)],
     ) -> StoreResult<Vec<BodyDifferences>> {
-        if pairs.is_empty() {
-            return Ok(Vec::new());
-        }
-        let pairs = serde_json::to_string(pairs).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let q = children::differences_query::<DB>(run_id, a_trace, b_trace, pairs);
-        self.json_value(q, "differ", children::parse_differences)
-            .await
+        // A long level is read in two halves at once, on two connections: the
+        // comparisons are key probes and text compares, bound by one core each.
+        let half = if pairs.len() >= 2_000 {
+            pairs.len().div_ceil(2)
+        } else {
+            pairs.len()
+        };
+        let chunk = |from: usize| async move {
+            let part = &pairs[from..pairs.len().min(from + half)];
+            if part.is_empty() {
+                return Ok(Vec::new());
+            }
+            let text =
+                serde_json::to_string(part).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let q = children::differences_query::<DB>(run_id, a_trace, b_trace, text);
+            let found = self
+                .json_value(q, "differ", children::parse_differences)
+                .await?;
+            StoreResult::Ok(found.into_iter().map(|(i, f)| (i + from, f)).collect())
+        };
+        let (mut first, second): (Vec<BodyDifferences>, Vec<BodyDifferences>) =
+            tokio::try_join!(chunk(0), chunk(half))?;
+        first.extend(second);
+        Ok(first)
     }
 
     async fn rollout_traces(

@@ -63,8 +63,38 @@ fn events() -> Vec<Value> {
     e
 }
 
+/// Children under each side's root in a level wide enough to be compared in parts:
+/// B answers child 2,400 differently and sets child 100's attributes in another order.
+const WIDE: usize = 2_500;
+
+fn wide(trace: &str, b: bool) -> Vec<Value> {
+    let mut e = vec![open(trace, "root", None, "rollout", 0)];
+    for i in 0..WIDE {
+        let id = format!("c{i}");
+        let attributes = if b && i == 100 {
+            json!({"turn": i, "model": "m"})
+        } else {
+            json!({"model": "m", "turn": i})
+        };
+        e.push(with(
+            open(trace, &id, Some("root"), "model", 10 + i as i64),
+            json!({"name": "policy", "attributes": attributes}),
+        ));
+        let answer = if b && i == 2_400 { i + 1 } else { i };
+        e.push(with(
+            close(trace, &id, "ok", 20 + i as i64),
+            json!({"output": {"content": format!("answer {answer}")}}),
+        ));
+    }
+    e
+}
+
 async fn compare(store: TestStore) {
     let (_, client, server) = common::served_run(&store, "r1", "cmp", &events()).await;
+    for (trace, b) in [("wa", false), ("wb", true)] {
+        let answer = client.send_events("r1", &wide(trace, b)).await;
+        assert!(answer.expect("events").rejected.is_empty());
+    }
 
     // The two samples' children: the model calls pair up and differ in output;
     // the verifier is only in A.
@@ -92,6 +122,26 @@ async fn compare(store: TestStore) {
     );
     assert_eq!(level.rows[0].differences, ["output"]);
     assert!(!level.truncated);
+
+    // A wide level: only the pair whose answer differs is changed, found at its own
+    // row (its bodies are compared in the second part); another attribute order is
+    // no change.
+    let level: Alignment = client
+        .get("/api/runs/r1/align?a=wa:root&b=wb:root")
+        .await
+        .expect("align a wide level");
+    let changed: Vec<(usize, &str, &[String])> = level
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.change != Change::Same)
+        .map(|(i, r)| {
+            let id = r.a.as_ref().map_or("", |n| n.span_id.as_str());
+            (i, id, r.differences.as_slice())
+        })
+        .collect();
+    assert_eq!(level.rows.len(), WIDE);
+    assert_eq!(changed, [(2_400, "c2400", &["output".to_string()][..])]);
 
     // The pair's bodies: the answers differ by a word, the prompts not at all.
     let diff: SpanDiff = client
