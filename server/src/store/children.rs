@@ -108,38 +108,26 @@ pub(super) fn query<'a, DB: Dialect>(
     parent: &'a str,
     limit: usize,
 ) -> Sql<'a, DB> {
-    // The page's keys in a subquery (read from the children index alone), the arrays
-    // built in the aggregate itself: an array passed up from a subquery is text that
-    // SQLite would parse again. (Writing them by concatenation instead was 2.7 times
-    // slower in SQLite.) Where rows have an id, the page is of ids, one probe a row.
-    let array = json_array::<DB>();
-    let mut q = Sql::new(match DB::ROW_ID {
-        Some(row_id) => format!(
-            "SELECT {} AS spans FROM spans s WHERE s.{row_id} IN (SELECT {row_id} \
-             FROM spans WHERE run_id = ",
-            DB::json_array_agg(&array, "s.ordinal, s.start_us, s.span_id"),
-        ),
-        None => format!(
-            "SELECT {} AS spans FROM (SELECT span_id AS id, ordinal AS o1, start_us AS o2 \
-             FROM spans WHERE run_id = ",
-            DB::json_array_agg(&array, "k.o1, k.o2, k.id"),
-        ),
-    });
-    q.bind(run_id);
-    q.push(" AND trace_id = ")
+    // The page of ids in a subquery, the arrays built in the aggregate itself: an
+    // array passed up from a subquery is text that SQLite would parse again. (Writing
+    // them by concatenation instead was 2.7 times slower in SQLite.)
+    let mut q = Sql::new(format!(
+        "SELECT {} AS spans FROM (SELECT span_id AS id, ordinal AS o1, start_us AS o2 \
+         FROM spans WHERE run_id = ",
+        DB::json_array_agg(&json_array::<DB>(), "k.o1, k.o2, k.id"),
+    ));
+    q.bind(run_id)
+        .push(" AND trace_id = ")
         .bind(trace_id)
         .push(" AND tree_parent = ")
         .bind(parent)
         .push(" ORDER BY ordinal, start_us, span_id LIMIT ")
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
-        .push(")");
-    if DB::ROW_ID.is_none() {
-        q.push(" k JOIN spans s ON s.run_id = ")
-            .bind(run_id)
-            .push(" AND s.trace_id = ")
-            .bind(trace_id)
-            .push(" AND s.span_id = k.id");
-    }
+        .push(") k JOIN spans s ON s.run_id = ")
+        .bind(run_id)
+        .push(" AND s.trace_id = ")
+        .bind(trace_id)
+        .push(" AND s.span_id = k.id");
     q
 }
 

@@ -183,10 +183,6 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// index on the same expression is ordered (PostgreSQL's locale may not).
     const BYTE_ORDER: &'static str;
 
-    /// The column that finds a table's row in one probe, where there is one
-    /// (SQLite's `rowid`; a probe by primary key is two: its index, then the row).
-    const ROW_ID: Option<&'static str>;
-
     /// A search term in the case of `lower()`, the database's own (SQLite's folds
     /// ASCII only).
     fn fold_case(term: &str) -> String;
@@ -282,7 +278,6 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
-    const ROW_ID: Option<&'static str> = Some("rowid");
     const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
     // CROSS JOIN keeps the pairs as the outer loop: two key probes each.
     const JSON_PAIRS: JsonPairs = JsonPairs {
@@ -390,7 +385,6 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
-    const ROW_ID: Option<&'static str> = None;
     const JSON_ARRAY: (&'static str, &'static str) = ("json_build_array", "({})::json");
     const JSON_PAIRS: JsonPairs = JsonPairs {
         before: "jsonb_array_elements(",
