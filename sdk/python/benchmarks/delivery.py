@@ -59,6 +59,18 @@ def start_server(binary):
     sys.exit("the server did not start; see %s" % log.name)
 
 
+def server_cpu(proc):
+    """The server's CPU seconds so far (Linux' /proc), or None where that cannot be read."""
+    if proc is None:
+        return None
+    try:
+        with open("/proc/%d/stat" % proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def workload(run, traces, capture):
     preview = capture == "preview"
     for i in range(traces):
@@ -71,7 +83,7 @@ def workload(run, traces, capture):
                         s.set_output({"action": j & 1, "p": 0.5})
 
 
-def measure(url, traces, capture, profile, compression="auto"):
+def measure(url, traces, capture, profile, compression="auto", proc=None):
     spool = tempfile.mkdtemp(prefix="treeline-bench-spool-")
     run = tl.init("bench", name="delivery %s" % capture, url=url, spool_dir=spool,
                   finish_on_exit=False, compression=compression)
@@ -81,12 +93,15 @@ def measure(url, traces, capture, profile, compression="auto"):
     if prof:
         prof.enable()
     cpu = time.process_time()
+    served = server_cpu(proc)
     t = time.perf_counter()
     workload(run, traces, capture)
     made = time.perf_counter() - t
     assert run.flush(600), "not everything was delivered"
     total = time.perf_counter() - t
     cpu = time.process_time() - cpu
+    if served is not None:
+        served = server_cpu(proc) - served
     if prof:
         prof.disable()
     counters = run.counters()
@@ -102,6 +117,8 @@ def measure(url, traces, capture, profile, compression="auto"):
           % (capture, events, total, events / total, events / 2 / made, cpu / events * 1e6,
              events / cpu, "" if not counters.get("dropped_spans") else
              "; DROPPED %d spans" % counters["dropped_spans"]))
+    if served is not None:
+        print("%18s the server used %.1f us of CPU per event" % ("", served / events * 1e6))
     if prof:
         pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(18)
 
@@ -127,7 +144,7 @@ def main():
         print("compression: %s" % (tl.compression() if args.compression == "auto"
                                    else args.compression))
         for capture in (("off", "preview") if args.capture == "both" else (args.capture,)):
-            measure(url, args.traces, capture, args.profile, args.compression)
+            measure(url, args.traces, capture, args.profile, args.compression, proc)
     finally:
         if proc is not None:
             proc.terminate()

@@ -28,7 +28,8 @@ import weakref
 
 from .ids import coin, new_key
 from .spool import Request
-from .transport import Unreachable, encode, retryable
+from .eventtext import as_json, with_field
+from .transport import Unreachable, compress, encode, retryable
 
 log = logging.getLogger("treeline")
 
@@ -194,7 +195,10 @@ class Sender:
         with self._lock:
             if gen != self._gen:
                 return False
-            event[field] = value
+            try:
+                event[0] = with_field(event[0], field, value)
+            except (TypeError, ValueError):
+                return False  # no JSON form: it rides the close, which says so
             self._bytes += size
         return True
 
@@ -269,7 +273,7 @@ class Sender:
             per_item = self._inflight / len(items) if items else 0
             events, points = [], []
             for item in items:
-                if type(item) is dict:
+                if type(item) is not tuple:  # a span event: text, patchable text or dict
                     events.append(item)
                     if len(events) >= self.max_batch_items:
                         self._post_events(events, per_item)
@@ -381,12 +385,12 @@ class Sender:
             return
         what = "events" if field == "events" else "metrics"
         try:
-            body, enc = encode({field: items}, self.encoding)
+            body, enc = self._encode(field, items)
         except (TypeError, ValueError):
             items = self._encodable(items)
             if not items:
                 return
-            body, enc = encode({field: items}, self.encoding)
+            body, enc = self._encode(field, items)
         if len(body) > self.max_request_bytes and len(items) > 1:
             half = len(items) // 2
             self._post_list(path, field, items[:half])
@@ -402,11 +406,18 @@ class Sender:
             self._post_list(path, field, items[:half])
             self._post_list(path, field, items[half:])
 
+    def _encode(self, field, items):
+        if field != "events":
+            return encode({field: items}, self.encoding)
+        # Events are mostly text already (eventtext): joined, not encoded again.
+        raw = '{"events":[' + ",".join(map(as_json, items)) + "]}"
+        return compress(raw.encode(), self.encoding)
+
     def _encodable(self, items):
         kept = []
         for item in items:
             try:
-                encode(item, "none")
+                as_json(item).encode()  # a lone surrogate fails here
                 kept.append(item)
             except (TypeError, ValueError) as err:
                 self.counters["rejected"] += 1

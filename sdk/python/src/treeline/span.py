@@ -9,6 +9,7 @@ import time
 from .attrs import MAX_ATTRIBUTES, check_attribute, check_attributes
 from .context import attributes_var, current_span_var, reset, step_var
 from .delivery import warn_limited
+from .eventtext import close_text, open_text
 from .ids import check_id, new_span_id
 from .preview import message_preview, sized_preview
 from .vocab import OPEN_KINDS, check_capture, check_non_negative, check_open_kind, check_status
@@ -239,28 +240,35 @@ class Span(_Parent, _Bodies):
         if self._state:
             return self
         self._state = 1
-        ev = {"op": "open", "trace_id": self.trace_id, "span_id": self.span_id,
-              "parent_span_id": self.parent_span_id, "name": self.name, "kind": self.kind,
-              "ts": _now_ns() // 1000 if _ts is None else _ts}
-        size = 220 + len(self.name)
-        if self.ordinal is not None:
-            ev["ordinal"] = self.ordinal
-        if self.step is not None:
-            ev["step"] = self.step
-        if self.rank is not None:
-            ev["rank"] = self.rank
-        if self.thread_id is not None:
-            ev["thread_id"] = self.thread_id
-        if self._attrs:
-            ev["attributes"] = self._attrs
-            size += 24 * len(self._attrs)
-        if self._input is not None:
-            ev["input"] = self._input
-            size += self._input_size
+        ts = _now_ns() // 1000 if _ts is None else _ts
         run = self.run
         run._live[self.span_id] = self
-        self._open = (ev, run._sender.put(ev, size))
+        try:
+            text = open_text(self, ts)
+        except (TypeError, ValueError):
+            item = self._open_event(ts)  # the sender drops it and says why
+            self._open = (item, run._sender.put(item, 220))
+            return self
+        if self.capture == "preview":
+            item = [text]  # a late input can still be patched into it
+            self._open = (item, run._sender.put(item, len(text)))
+        else:
+            run._sender.put(text, len(text))
         return self
+
+    def _open_event(self, ts):
+        ev = {"op": "open", "trace_id": self.trace_id, "span_id": self.span_id,
+              "parent_span_id": self.parent_span_id, "name": self.name, "kind": self.kind,
+              "ts": ts}
+        for field in ("ordinal", "step", "rank", "thread_id"):
+            value = getattr(self, field)
+            if value is not None:
+                ev[field] = value
+        if self._attrs:
+            ev["attributes"] = self._attrs
+        if self._input is not None:
+            ev["input"] = self._input
+        return ev
 
     def __enter__(self):
         self.start()
@@ -300,18 +308,13 @@ class Span(_Parent, _Bodies):
         run = self.run
         if run._live.pop(self.span_id, None) is None:
             return  # closed already, or opened by the process we were forked from
-        ev = {"op": "close", "trace_id": self.trace_id, "span_id": self.span_id,
-              "ts": _now_ns() // 1000, "status": status}
-        size = 160
+        extra = []
         if self._output is not None:
-            ev["output"] = self._output
-            size += self._output_size
+            extra.append(("output", self._output))
         if self._input is not None and self._bodies & 4:
-            ev["input"] = self._input  # recorded after the open had left
-            size += self._input_size
+            extra.append(("input", self._input))  # recorded after the open had left
         if self._error is not None:
-            ev["error"] = self._error
-            size += 100
+            extra.append(("error", self._error))
         if self.parent_span_id is None and run._trace_drops:
             lost = run._trace_drops.pop(self.trace_id, 0)
             if lost:
@@ -320,17 +323,23 @@ class Span(_Parent, _Bodies):
                     self._close_attrs = {}
                 self._close_attrs[DROPPED_SPANS_ATTRIBUTE] = lost
         if self._close_attrs:
-            ev["attributes"] = self._close_attrs
-            size += 24 * len(self._close_attrs)
+            extra.append(("attributes", self._close_attrs))
         if self._metrics:
-            ev["metrics"] = self._metrics
-            size += 40 * len(self._metrics)
+            extra.append(("metrics", self._metrics))
         if self._links:
-            ev["links"] = self._links
-            size += 80 * len(self._links)
+            extra.append(("links", self._links))
         if self._tokens is not None:
-            ev["token_count"] = self._tokens
-        run._sender.put(ev, size)
+            extra.append(("token_count", self._tokens))
+        ts = _now_ns() // 1000
+        try:
+            item = close_text(self.trace_id, self.span_id, ts, status, extra)
+            size = len(item)
+        except (TypeError, ValueError):  # the sender drops it and says why
+            item = {"op": "close", "trace_id": self.trace_id, "span_id": self.span_id,
+                    "ts": ts, "status": status}
+            item.update(extra)
+            size = 160
+        run._sender.put(item, size)
 
     # -- what a span records ------------------------------------------------------
 

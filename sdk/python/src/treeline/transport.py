@@ -61,10 +61,10 @@ _local = threading.local()
 
 def _zstd_compress(raw):
     if _std_zstd is not None:
-        return _std_zstd.compress(raw, level=3)
+        return _std_zstd.compress(raw, level=1)
     c = getattr(_local, "zstd", None)
     if c is None:  # a compressor per thread: they are not safe to share
-        c = _local.zstd = _zstd.ZstdCompressor(level=3)
+        c = _local.zstd = _zstd.ZstdCompressor(level=1)
     return c.compress(raw)
 
 
