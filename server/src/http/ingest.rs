@@ -8,13 +8,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use treeline_wire::limits::MAX_BATCH_ITEMS;
 use treeline_wire::routes;
 use treeline_wire::{
     check_id, parse_event, parse_metric_point, BatchResponse, Rejection, RunFinish, RunUpsert,
     Warning,
 };
+use xxhash_rust::xxh3::Xxh3;
 
 use super::auth::{visible_run, Principal};
 use super::body;
@@ -236,11 +236,13 @@ fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<R
             )
         })?
         .to_string();
-    let mut hasher = Sha256::new();
+    // Tells a retry from another request under the same key, not a secret: the body
+    // is the client's own, so a fast non-cryptographic 128-bit hash is enough.
+    let mut hasher = Xxh3::new();
     hasher.update(scope.as_bytes());
-    hasher.update([0]);
+    hasher.update(&[0]);
     hasher.update(bytes);
-    let fingerprint = format!("{:x}", hasher.finalize());
+    let fingerprint = format!("x3:{:032x}", hasher.digest128());
     Ok(Some(Receipt { key, fingerprint }))
 }
 

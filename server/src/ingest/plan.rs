@@ -1,4 +1,8 @@
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+// Span ids are hashed several times per event: foldhash, seeded per map, costs a
+// fraction of the default SipHash and still varies its seed against crafted ids.
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use serde_json::{Map, Value};
 use treeline_wire::{
@@ -107,8 +111,9 @@ pub async fn plan_batch<L: Loader>(
     now: i64,
 ) -> Result<Plan, L::Error> {
     let mut keys: Vec<Key> = Vec::new();
-    let mut seen = HashSet::new();
+    let mut seen = HashSet::with_capacity(events.len());
     let mut trace_ids = Vec::new();
+    let mut seen_traces = HashSet::new();
     for (_, event) in &events {
         let key = (event.trace_id().to_string(), event.span_id().to_string());
         if seen.insert(key.clone()) {
@@ -125,7 +130,8 @@ pub async fn plan_batch<L: Loader>(
                 keys.push(key);
             }
         }
-        if !trace_ids.contains(&event.trace_id().to_string()) {
+        if !seen_traces.contains(event.trace_id()) {
+            seen_traces.insert(event.trace_id());
             trace_ids.push(event.trace_id().to_string());
         }
     }
