@@ -67,24 +67,70 @@ impl<'a> From<&'a Option<String>> for Arg<'a> {
     }
 }
 
-/// `sqlx::query` of a [`Sql`]'s text with its arguments bound by reference (an
-/// owned text is not copied again), on a concrete database.
-macro_rules! bound_query {
-    ($sql:expr) => {{
-        let mut q = sqlx::query(&$sql.text);
-        for arg in &$sql.args {
-            q = match arg {
-                Arg::Owned(v) => q.bind(v.as_str()),
-                Arg::Int(v) => q.bind(*v),
-                Arg::OptInt(v) => q.bind(*v),
-                Arg::Float(v) => q.bind(*v),
-                Arg::OptFloat(v) => q.bind(*v),
-                Arg::Bool(v) => q.bind(*v),
-                Arg::Text(v) => q.bind(*v),
-                Arg::OptText(v) => q.bind(*v),
-            };
+/// `$e` with `$v` bound to the value of an [`Arg`], whatever its type.
+macro_rules! on_arg {
+    ($arg:expr, $v:ident => $e:expr) => {
+        match $arg {
+            Arg::Owned(x) => {
+                let $v = x.as_str();
+                $e
+            }
+            Arg::Int(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::OptInt(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::Float(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::OptFloat(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::Bool(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::Text(x) => {
+                let $v = *x;
+                $e
+            }
+            Arg::OptText(x) => {
+                let $v = *x;
+                $e
+            }
         }
-        q
+    };
+}
+
+/// `sqlx::query` of a [`Sql`]'s text with its arguments bound by reference (an
+/// owned text is not copied again), on a concrete database. The arguments are
+/// reserved at their full count first: a batch's upsert binds tens of thousands, and
+/// growing the list one at a time copied it over and over.
+macro_rules! bound_query {
+    ($sql:expr, $args:ty) => {{
+        let mut args = <$args>::default();
+        sqlx::Arguments::reserve(&mut args, $sql.args.len(), 0);
+        let bound = $sql
+            .args
+            .iter()
+            .try_for_each(|arg| on_arg!(arg, v => sqlx::Arguments::add(&mut args, v)));
+        match bound {
+            Ok(()) => sqlx::query_with(&$sql.text, args),
+            // A value that failed to encode: bound one by one, the query keeps the
+            // error and fails with it when it runs.
+            Err(_) => {
+                let mut q = sqlx::query(&$sql.text);
+                for arg in &$sql.args {
+                    q = on_arg!(arg, v => q.bind(v));
+                }
+                q
+            }
+        }
     }};
 }
 
@@ -133,6 +179,12 @@ impl<'a, DB: Dialect> Sql<'a, DB> {
         self
     }
 
+    /// Room for `args` more arguments and `text` more bytes of text.
+    pub fn reserve(&mut self, args: usize, text: usize) {
+        self.args.reserve(args);
+        self.text.reserve(text);
+    }
+
     /// Writes a placeholder for `arg` and binds it.
     pub fn bind(&mut self, arg: impl Into<Arg<'a>>) -> &mut Self {
         self.args.push(arg.into());
@@ -148,14 +200,14 @@ impl<'a, DB: Dialect> Sql<'a, DB> {
 impl Sql<'_, Sqlite> {
     /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
-        bound_query!(self)
+        bound_query!(self, SqliteArguments<'_>)
     }
 }
 
 impl Sql<'_, Postgres> {
     /// The sqlx query, bound.
     pub fn query(&self) -> Query<'_, Postgres, PgArguments> {
-        bound_query!(self)
+        bound_query!(self, PgArguments)
     }
 }
 

@@ -18,7 +18,14 @@ pub(super) fn push_values<'a, DB: Dialect, I: IntoIterator, const N: usize>(
     row: impl Fn(I::Item) -> [Arg<'a>; N],
 ) {
     q.push("VALUES ");
-    for (i, item) in items.into_iter().enumerate() {
+    let items = items.into_iter();
+    let rows = items.size_hint().0;
+    // About 8 bytes of text a placeholder, with its separator.
+    q.reserve(
+        rows.saturating_mul(N),
+        rows.saturating_mul(N).saturating_mul(8),
+    );
+    for (i, item) in items.enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         for (j, arg) in row(item).into_iter().enumerate() {
             if j > 0 {
