@@ -1,6 +1,7 @@
 """Without a server: span events written as JSON text carry every field intact, and an
 event with no UTF-8 form costs only itself."""
 
+import importlib
 import json
 
 AWKWARD = 'say "hi"\\ now\n\ttab é ✓ \u2028 \x01'
@@ -74,3 +75,20 @@ def test_names_a_loop_makes_up_do_not_grow_the_cache_without_bound(make_run, tra
     run.flush()
     assert len(eventtext._names) <= eventtext._MAX_NAMES
     assert len(transport.opens()) == eventtext._MAX_NAMES + 100
+
+
+def test_an_open_not_written_as_text_still_goes_and_a_late_input_rides_the_close(
+        make_run, transport, monkeypatch):
+    span_module = importlib.import_module("treeline.span")  # tl.span is a function
+
+    def refuse(span, ts):
+        raise ValueError("no JSON form")
+
+    monkeypatch.setattr(span_module, "open_text", refuse)
+    run = make_run(capture="preview", flush_interval=30)
+    with run.trace("root", "agent") as root:
+        root.set_input({"task": "late"})
+    run.flush()
+    assert transport.opens()[root.span_id]["name"] == "root"
+    assert "input" not in transport.opens()[root.span_id]
+    assert transport.closes()[root.span_id]["input"] == {"task": "late"}

@@ -246,8 +246,8 @@ class Span(_Parent, _Bodies):
         try:
             text = open_text(self, ts)
         except (TypeError, ValueError):
-            item = self._open_event(ts)  # the sender drops it and says why
-            self._open = (item, run._sender.put(item, 220))
+            # The sender drops it and says why; a late input then rides the close.
+            run._sender.put(self._open_event(ts), 220)
             return self
         if self.capture == "preview":
             item = [text]  # a late input can still be patched into it
