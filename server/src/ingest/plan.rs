@@ -130,8 +130,7 @@ pub async fn plan_batch<L: Loader>(
                 keys.push(key);
             }
         }
-        if !seen_traces.contains(event.trace_id()) {
-            seen_traces.insert(event.trace_id());
+        if seen_traces.insert(event.trace_id()) {
             trace_ids.push(event.trace_id().to_string());
         }
     }
