@@ -67,46 +67,6 @@ impl<'a> From<&'a Option<String>> for Arg<'a> {
     }
 }
 
-/// `$e` with `$v` bound to the value of an [`Arg`], whatever its type.
-macro_rules! on_arg {
-    ($arg:expr, $v:ident => $e:expr) => {
-        match $arg {
-            Arg::Owned(x) => {
-                let $v = x.as_str();
-                $e
-            }
-            Arg::Int(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::OptInt(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::Float(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::OptFloat(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::Bool(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::Text(x) => {
-                let $v = *x;
-                $e
-            }
-            Arg::OptText(x) => {
-                let $v = *x;
-                $e
-            }
-        }
-    };
-}
-
 /// `sqlx::query` of a [`Sql`]'s text with its arguments bound by reference (an
 /// owned text is not copied again), on a concrete database. The arguments are
 /// reserved at their full count first: a batch's upsert binds tens of thousands, and
@@ -115,22 +75,20 @@ macro_rules! bound_query {
     ($sql:expr, $args:ty) => {{
         let mut args = <$args>::default();
         sqlx::Arguments::reserve(&mut args, $sql.args.len(), 0);
-        let bound = $sql
-            .args
-            .iter()
-            .try_for_each(|arg| on_arg!(arg, v => sqlx::Arguments::add(&mut args, v)));
-        match bound {
-            Ok(()) => sqlx::query_with(&$sql.text, args),
-            // A value that failed to encode: bound one by one, the query keeps the
-            // error and fails with it when it runs.
-            Err(_) => {
-                let mut q = sqlx::query(&$sql.text);
-                for arg in &$sql.args {
-                    q = on_arg!(arg, v => q.bind(v));
-                }
-                q
+        for arg in &$sql.args {
+            match arg {
+                Arg::Owned(v) => sqlx::Arguments::add(&mut args, v.as_str()),
+                Arg::Int(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::OptInt(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::Float(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::OptFloat(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::Bool(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::Text(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::OptText(v) => sqlx::Arguments::add(&mut args, *v),
             }
+            .map_err(sqlx::Error::Encode)?;
         }
+        Ok(sqlx::query_with(&$sql.text, args))
     }};
 }
 
@@ -141,18 +99,18 @@ macro_rules! execution {
             pool: &'e Pool<Self>,
             sql: Sql<'e, Self>,
         ) -> Result<Vec<$row>, sqlx::Error> {
-            sql.query().fetch_all(pool).await
+            sql.query()?.fetch_all(pool).await
         }
 
         async fn fetch_all_in<'e>(
             conn: &'e mut $conn,
             sql: Sql<'e, Self>,
         ) -> Result<Vec<$row>, sqlx::Error> {
-            sql.query().fetch_all(conn).await
+            sql.query()?.fetch_all(conn).await
         }
 
         async fn execute<'e>(conn: &'e mut $conn, sql: Sql<'e, Self>) -> Result<u64, sqlx::Error> {
-            Ok(sql.query().execute(conn).await?.rows_affected())
+            Ok(sql.query()?.execute(conn).await?.rows_affected())
         }
     };
 }
@@ -198,15 +156,15 @@ impl<'a, DB: Dialect> Sql<'a, DB> {
 }
 
 impl Sql<'_, Sqlite> {
-    /// The sqlx query, bound.
-    pub fn query(&self) -> Query<'_, Sqlite, SqliteArguments<'_>> {
+    /// The sqlx query, bound; an argument that cannot be encoded is an error.
+    pub fn query(&self) -> Result<Query<'_, Sqlite, SqliteArguments<'_>>, sqlx::Error> {
         bound_query!(self, SqliteArguments<'_>)
     }
 }
 
 impl Sql<'_, Postgres> {
-    /// The sqlx query, bound.
-    pub fn query(&self) -> Query<'_, Postgres, PgArguments> {
+    /// The sqlx query, bound; an argument that cannot be encoded is an error.
+    pub fn query(&self) -> Result<Query<'_, Postgres, PgArguments>, sqlx::Error> {
         bound_query!(self, PgArguments)
     }
 }

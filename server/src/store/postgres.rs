@@ -137,7 +137,7 @@ async fn run<'a>(
 ) -> StoreResult<()> {
     let mut q = Sql::new("");
     push(&mut q);
-    q.query().execute(&mut **tx).await?;
+    q.query()?.execute(&mut **tx).await?;
     Ok(())
 }
 

@@ -177,7 +177,7 @@ async fn insert_spans(
     for chunk in plan.spans.chunks(SPAN_CHUNK) {
         let mut q = Sql::<Sqlite>::new("");
         statements::span_upsert(&mut q, run_id, chunk);
-        q.query().execute(&mut **tx).await?;
+        q.query()?.execute(&mut **tx).await?;
     }
     Ok(())
 }
@@ -354,7 +354,7 @@ async fn write_together(
     push_records(&mut tail, &records, latest);
     if !tail.is_empty() {
         // Its shape changes with every group: prepared once, not kept.
-        tail.query().persistent(false).execute(&mut *tx).await?;
+        tail.query()?.persistent(false).execute(&mut *tx).await?;
     }
     tx.commit().await?;
     Ok(answers
