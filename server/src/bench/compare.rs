@@ -1,7 +1,8 @@
 //! `treeline bench compare`: what the compare view asks of the server. Two traces
 //! whose roots have N children each (model calls with chat bodies and attributes,
 //! one in ten answering differently, a few only on one side) are aligned level
-//! against level, and a pair's bodies diffed, through the API router in-process.
+//! against level, the same with long chats, and a pair's bodies diffed, through
+//! the API router in-process.
 
 use serde_json::{json, Value};
 use treeline_wire::RunUpsert;
@@ -16,6 +17,9 @@ pub struct CompareArgs {
     /// Children under each compared root.
     #[arg(long, default_value_t = 10_000)]
     pub children: usize,
+    /// Children under each root of the long-chat pair (16 KB of messages each).
+    #[arg(long, default_value_t = 2_000)]
+    pub long_children: usize,
     /// Timed requests per case.
     #[arg(long, default_value_t = 20)]
     pub samples: usize,
@@ -26,9 +30,11 @@ pub struct CompareArgs {
 
 const RUN: &str = "bench-compare";
 
-/// One side's events: a root and `n` model calls; side B answers every tenth
-/// differently, lacks every hundredth and has one more at the end.
-fn side(trace: &str, n: usize, b: bool) -> Vec<Value> {
+/// One side's events: a root and `n` model calls, each message `pad` words longer
+/// than a line; side B answers every tenth differently, lacks every hundredth and
+/// has one more at the end.
+fn side(trace: &str, n: usize, b: bool, pad: usize) -> Vec<Value> {
+    let padding = "and so on ".repeat(pad);
     let mut events = vec![
         json!({"op": "open", "trace_id": trace, "span_id": "root", "name": "episode", "kind": "rollout", "ts": 1}),
     ];
@@ -40,7 +46,7 @@ fn side(trace: &str, n: usize, b: bool) -> Vec<Value> {
         let id = format!("c{i}");
         let answer = if b && i % 10 == 3 { i + 1 } else { i };
         let messages: Vec<Value> = (0..4)
-            .map(|m| json!({"role": if m % 2 == 0 { "user" } else { "assistant" }, "content": format!("turn {m} of call {i}: what is {i} plus one?")}))
+            .map(|m| json!({"role": if m % 2 == 0 { "user" } else { "assistant" }, "content": format!("turn {m} of call {i}: {padding}what is {i} plus one?")}))
             .collect();
         events.push(
             json!({"op": "open", "trace_id": trace, "span_id": id, "parent_span_id": "root",
@@ -75,18 +81,33 @@ pub async fn compare(args: CompareArgs) -> Outcome {
         .await
         .context("creating the benchmark run")?;
     let n = args.children;
-    for (trace, b) in [("ta", false), ("tb", true), ("ga", false), ("gb", true)] {
-        let count = if trace.starts_with('g') { 10 } else { n };
-        for chunk in side(trace, count, b).chunks(5_000) {
+    let long = args.long_children;
+    // (trace, side B, children, padding words per message: 400 make 4 KB)
+    let traces = [
+        ("ta", false, n, 0),
+        ("tb", true, n, 0),
+        ("ga", false, 10, 0),
+        ("gb", true, 10, 0),
+        ("la", false, long, 400),
+        ("lb", true, long, 400),
+    ];
+    for (trace, b, count, pad) in traces {
+        for chunk in side(trace, count, b, pad).chunks(2_000) {
             write(store.as_ref(), RUN, chunk, 1).await?;
         }
     }
-    println!("two traces of {n} children each (and two of 10) on {url}");
+    println!(
+        "two traces of {n} children each, two of {long} with 16 KB chats, two of 10, on {url}"
+    );
     let api = http::router(AppState::new(store));
     let cases = [
         (
             format!("align {n} children against {n}"),
             format!("/runs/{RUN}/align?a=ta:root&b=tb:root"),
+        ),
+        (
+            format!("align {long} 16 KB chats against {long}"),
+            format!("/runs/{RUN}/align?a=la:root&b=lb:root"),
         ),
         (
             "align 10 children against 10 (a group's samples)".to_string(),

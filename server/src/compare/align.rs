@@ -1,15 +1,28 @@
 //! Aligning the children of two spans for a diff (docs/api.md §8.13). Spans are
 //! matched by kind, then name, then position among the siblings of that kind and
-//! name; a pair differs where its status, duration, counts or attributes do, and
-//! where the database found its bodies differ ([`add_body_differences`]).
+//! name; a pair differs where its status, duration, counts, attributes or bodies'
+//! fingerprints do. A span stored before fingerprints has its pair's bodies
+//! compared as text by the database ([`add_body_differences`]).
 
-use std::collections::HashMap;
+// Keys are hashed once per child on each side: foldhash, seeded per map.
+use foldhash::{HashMap, HashMapExt};
 
 use treeline_wire::{AlignedRow, Change, SpanKind};
 
 use crate::store::{BodyDifferences, ChildNode};
 
 type Key<'a> = (SpanKind, &'a str, usize);
+
+/// The bodies, in the order of [`ChildNode::bodies`].
+const BODIES: [&str; 3] = ["input", "output", "error"];
+
+/// Aligned rows, and which of them pair a span without body fingerprints.
+pub struct Aligned {
+    pub rows: Vec<AlignedRow>,
+    /// The pairs whose bodies are still to be compared as text: each row's index
+    /// and its (A, B) span ids.
+    pub unsure: Vec<(usize, (String, String))>,
+}
 
 /// Each span's key: its kind, its name, and how many siblings of that kind and name
 /// came before it.
@@ -28,13 +41,10 @@ fn keys(spans: &[ChildNode]) -> Vec<Key<'_>> {
 
 /// Aligns `a` and `b`, each in sibling order. A's order leads; a span of B that
 /// matches nothing comes in where it stood among B's matched spans.
-pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<AlignedRow> {
+pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Aligned {
     let partner: Vec<Option<usize>> = {
-        let position: HashMap<Key, usize> = keys(&b)
-            .into_iter()
-            .enumerate()
-            .map(|(j, key)| (key, j))
-            .collect();
+        let mut position: HashMap<Key, usize> = HashMap::with_capacity(b.len());
+        position.extend(keys(&b).into_iter().enumerate().map(|(j, key)| (key, j)));
         keys(&a).iter().map(|k| position.get(k).copied()).collect()
     };
     let mut matched = vec![false; b.len()];
@@ -43,6 +53,7 @@ pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<Aligne
     }
     let mut b: Vec<Option<ChildNode>> = b.into_iter().map(Some).collect();
     let mut rows = Vec::with_capacity(a.len() + b.len());
+    let mut unsure = Vec::new();
     let mut next_b = 0;
     for (a_span, partner) in a.into_iter().zip(partner) {
         let Some(j) = partner else {
@@ -59,12 +70,21 @@ pub fn align(a: Vec<ChildNode>, b: Vec<ChildNode>, threshold: f64) -> Vec<Aligne
         }
         next_b = next_b.max(j + 1);
         if let Some(b_span) = b[j].take() {
+            if !fingerprinted(&a_span, &b_span) {
+                let ids = (a_span.node.span_id.clone(), b_span.node.span_id.clone());
+                unsure.push((rows.len(), ids));
+            }
             rows.push(pair(a_span, b_span, threshold));
         }
     }
     // Every matched span was taken by its pair: what is left matched nothing.
     rows.extend(b.into_iter().flatten().map(|s| one_side(None, Some(s))));
-    rows
+    Aligned { rows, unsure }
+}
+
+/// Whether both spans' bodies have fingerprints to compare.
+fn fingerprinted(a: &ChildNode, b: &ChildNode) -> bool {
+    a.bodies.iter().chain(&b.bodies).all(Option::is_some)
 }
 
 fn one_side(a: Option<ChildNode>, b: Option<ChildNode>) -> AlignedRow {
@@ -94,9 +114,11 @@ fn pair(a: ChildNode, b: ChildNode, threshold: f64) -> AlignedRow {
     }
 }
 
-/// What differs between two matched spans, in a fixed order.
+/// What differs between two matched spans, in a fixed order. Bodies are named only
+/// when both spans have fingerprints.
 fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
     let (x, y) = (&a.node, &b.node);
+    let bodies = fingerprinted(a, b);
     [
         ("status", x.status != y.status),
         (
@@ -109,30 +131,25 @@ fn differences(a: &ChildNode, b: &ChildNode, threshold: f64) -> Vec<String> {
         ("attributes", !a.same_attributes(b)),
     ]
     .into_iter()
+    .chain(
+        BODIES
+            .into_iter()
+            .zip(a.bodies.iter().zip(&b.bodies))
+            .map(|(name, (p, q))| (name, bodies && p != q)),
+    )
     .filter(|(_, differ)| *differ)
     .map(|(what, _)| what.to_string())
     .collect()
 }
 
-/// The rows that pair two spans: their indexes, and the (A, B) span ids.
-pub fn pairs(rows: &[AlignedRow]) -> (Vec<usize>, Vec<(String, String)>) {
-    rows.iter()
-        .enumerate()
-        .filter_map(|(i, r)| match (&r.a, &r.b) {
-            (Some(a), Some(b)) => Some((i, (a.span_id.clone(), b.span_id.clone()))),
-            _ => None,
-        })
-        .unzip()
-}
-
-/// Marks the pairs whose bodies differ (`found` indexes into the pairs that
-/// [`pairs`] listed at rows `at`) as changed, naming the bodies.
+/// Marks the pairs whose bodies differ (`found` indexes into `at`, the rows of
+/// [`Aligned::unsure`]) as changed, naming the bodies.
 pub fn add_body_differences(rows: &mut [AlignedRow], at: &[usize], found: Vec<BodyDifferences>) {
     for (pair, flags) in found {
         let Some(row) = at.get(pair).and_then(|&i| rows.get_mut(i)) else {
             continue;
         };
-        for (name, differs) in ["input", "output", "error"].into_iter().zip(flags) {
+        for (name, differs) in BODIES.into_iter().zip(flags) {
             if differs {
                 row.differences.push(name.to_string());
             }
@@ -188,6 +205,7 @@ mod tests {
                 ordinal: 0,
             },
             attributes: attributes(json!({})),
+            bodies: [Some(0); 3],
         }
     }
 
@@ -201,8 +219,10 @@ mod tests {
     }
 
     /// Each row as "a-id|b-id change".
-    fn shape(rows: &[AlignedRow]) -> Vec<String> {
-        rows.iter()
+    fn shape(aligned: &Aligned) -> Vec<String> {
+        aligned
+            .rows
+            .iter()
             .map(|r| {
                 let id =
                     |n: &Option<SpanNode>| n.as_ref().map_or("-".into(), |n| n.span_id.clone());
@@ -319,25 +339,41 @@ mod tests {
     }
 
     #[test]
-    fn bodies_found_to_differ_change_their_pair() {
-        let mut rows = align(
-            side(&["llm1", "search1", "llm2"]),
-            side(&["llm1", "llm2"]),
-            0.2,
-        );
-        let (at, ids) = pairs(&rows);
-        assert_eq!(at, [0, 2]);
-        assert_eq!(ids[1], ("llm2".to_string(), "llm2".to_string()));
-        // The database found the second pair's output and error differ.
-        add_body_differences(
-            &mut rows,
-            &at,
-            vec![(1, [false, true, true]), (9, [true; 3])],
+    fn bodies_differ_by_their_fingerprints() {
+        let a = span("a", SpanKind::Model, "llm", 100);
+        let mut b = span("b", SpanKind::Model, "llm", 100);
+        b.bodies = [Some(0), Some(7), Some(0)];
+        assert_eq!(differences(&a, &b, 0.2), ["output"]);
+        b.bodies = [Some(0), Some(0), Some(9)];
+        assert_eq!(differences(&a, &b, 0.2), ["error"]);
+    }
+
+    #[test]
+    fn bodies_without_fingerprints_are_left_to_the_text_comparison() {
+        // llm2 on A was stored before fingerprints: its pair is unsure, and its
+        // bodies are named only once the database has compared their text.
+        let mut a = side(&["llm1", "search1", "llm2"]);
+        a[2].bodies = [None; 3];
+        let b = side(&["llm1", "llm2"]);
+        let mut aligned = align(a, b, 0.2);
+        assert_eq!(
+            aligned.unsure,
+            [(2, ("llm2".to_string(), "llm2".to_string()))]
         );
         assert_eq!(
-            shape(&rows),
+            shape(&aligned),
+            ["llm1|llm1 Same", "search1|- OnlyA", "llm2|llm2 Same"]
+        );
+        // The database found the unsure pair's output and error differ.
+        add_body_differences(
+            &mut aligned.rows,
+            &[2],
+            vec![(0, [false, true, true]), (9, [true; 3])],
+        );
+        assert_eq!(
+            shape(&aligned),
             ["llm1|llm1 Same", "search1|- OnlyA", "llm2|llm2 Changed"]
         );
-        assert_eq!(rows[2].differences, ["output", "error"]);
+        assert_eq!(aligned.rows[2].differences, ["output", "error"]);
     }
 }

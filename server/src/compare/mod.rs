@@ -4,5 +4,5 @@
 mod align;
 mod diff;
 
-pub use align::{add_body_differences, align, pairs};
+pub use align::{add_body_differences, align, Aligned};
 pub use diff::diff_spans;

@@ -14,7 +14,7 @@ use super::auth::Principal;
 use super::error::{ApiError, ApiResult};
 use super::query::{find_trace, span_not_found, Params};
 use super::AppState;
-use crate::compare::{add_body_differences, align, diff_spans, pairs};
+use crate::compare::{add_body_differences, align, diff_spans, Aligned};
 use crate::store::ChildNode;
 
 /// The largest duration threshold a request may name (ten times the longer one).
@@ -47,15 +47,18 @@ pub(super) async fn align_children(
         children(&state, &who, &run_id, &a),
         children(&state, &who, &run_id, &b)
     )?;
-    let mut rows = align(a_children, b_children, threshold);
-    // The bodies of the matched pairs are compared in the database, as stored text.
-    let (at, ids) = pairs(&rows);
-    let found = state
-        .store
-        .reads()
-        .body_differences(&run_id, &a.0, &b.0, &ids)
-        .await?;
-    add_body_differences(&mut rows, &at, found);
+    let Aligned { mut rows, unsure } = align(a_children, b_children, threshold);
+    // Pairs stored before body fingerprints: their bodies are compared in the
+    // database, as stored text.
+    if !unsure.is_empty() {
+        let (at, ids): (Vec<usize>, Vec<_>) = unsure.into_iter().unzip();
+        let found = state
+            .store
+            .reads()
+            .body_differences(&run_id, &a.0, &b.0, &ids)
+            .await?;
+        add_body_differences(&mut rows, &at, found);
+    }
     Ok(Json(Alignment {
         rows,
         truncated: a_cut || b_cut,

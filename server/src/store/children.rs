@@ -1,7 +1,8 @@
 //! One level of a span's children for an alignment, read as one JSON value (SQLite
 //! hands each row of a plain SELECT across threads on its own, about 25 µs a row
-//! here: most of a 10,000-span level's time), and which bodies of matched pairs
-//! differ, compared as stored text inside the database.
+//! here: most of a 10,000-span level's time), and, for spans stored before body
+//! fingerprints, which bodies of matched pairs differ, compared as stored text
+//! inside the database.
 
 use std::collections::BTreeMap;
 
@@ -13,12 +14,17 @@ use treeline_wire::{SpanKind, SpanNode, SpanStatus};
 use super::dialect::{Dialect, Sql};
 use super::{StoreError, StoreResult};
 
-/// A child span as an alignment needs it: its node, and its attributes as stored
-/// JSON text, parsed only when two spans' texts differ ([`ChildNode::same_attributes`]).
+/// A child span as an alignment needs it: its node, its attributes as stored JSON
+/// text, parsed only when two spans' texts differ ([`ChildNode::same_attributes`]),
+/// and its bodies' fingerprints.
 #[derive(Clone, Debug)]
 pub struct ChildNode {
     pub node: SpanNode,
     pub attributes: Box<RawValue>,
+    /// Input, output and error: each body's fingerprint taken at ingest (0 for no
+    /// body), or `None` for a span stored before fingerprints, whose bodies are
+    /// compared as text.
+    pub bodies: [Option<i64>; 3],
 }
 
 impl ChildNode {
@@ -79,6 +85,9 @@ struct Raw {
     error_count: i64,
     token_count: Option<i64>,
     attributes: Box<RawValue>,
+    input_hash: Option<i64>,
+    output_hash: Option<i64>,
+    error_hash: Option<i64>,
 }
 
 /// `(column, is_json)`: the fields of [`Raw`], in its order.
@@ -98,6 +107,9 @@ const COLUMNS: &[(&str, bool)] = &[
     ("s.error_count", false),
     ("s.token_count", false),
     ("s.attributes", true),
+    ("s.input_hash", false),
+    ("s.output_hash", false),
+    ("s.error_hash", false),
 ];
 
 /// Up to `limit` children of `parent`, in sibling order, as one JSON array in the
@@ -220,6 +232,7 @@ pub(super) fn parse(text: &str) -> StoreResult<Vec<ChildNode>> {
                     ordinal: r.ordinal,
                 },
                 attributes: r.attributes,
+                bodies: [r.input_hash, r.output_hash, r.error_hash],
             }
         })
         .collect())

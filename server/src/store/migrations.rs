@@ -39,6 +39,11 @@ const SQLITE: Embedded = Embedded(&[
         "sibling order",
         include_str!("../../migrations/sqlite/0005_sibling_order.sql"),
     ),
+    (
+        6,
+        "body fingerprints",
+        include_str!("../../migrations/sqlite/0006_body_fingerprints.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -66,6 +71,11 @@ const POSTGRES: Embedded = Embedded(&[
         5,
         "sibling order",
         include_str!("../../migrations/postgres/0005_sibling_order.sql"),
+    ),
+    (
+        6,
+        "body fingerprints",
+        include_str!("../../migrations/postgres/0006_body_fingerprints.sql"),
     ),
 ]);
 

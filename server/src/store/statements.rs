@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use treeline_wire::{MetricPoint, SpanKind};
+use treeline_wire::{Body, MetricPoint, SpanKind};
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::dialect::{Arg, Dialect, Sql};
 use super::rows;
@@ -48,7 +49,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
         "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
          status, start_us, end_us, step, rank, ordinal, thread_id, has_open, has_close, \
          child_count, error_count, token_count, attr_count, attributes, metrics, links, input_truncated, \
-         output_truncated, input, output, error) ",
+         output_truncated, input, output, error, input_hash, output_hash, error_hash) ",
     );
     push_values(q, spans, |w| {
         let s = &w.state;
@@ -81,6 +82,9 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
             w.input.as_ref().map(|b| b.json.as_str()).into(),
             w.output.as_ref().map(|b| b.json.as_str()).into(),
             w.error.as_ref().map(|b| b.json.as_str()).into(),
+            fingerprint(w.input.as_ref()).into(),
+            fingerprint(w.output.as_ref()).into(),
+            fingerprint(w.error.as_ref()).into(),
         ]
     });
     q.push(format!(
@@ -97,10 +101,21 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
          output_truncated = CASE WHEN excluded.output IS NULL THEN spans.output_truncated ELSE excluded.output_truncated END, \
          input = COALESCE(excluded.input, spans.input), \
          output = COALESCE(excluded.output, spans.output), \
-         error = COALESCE(excluded.error, spans.error)",
+         error = COALESCE(excluded.error, spans.error), \
+         input_hash = CASE WHEN excluded.input IS NULL THEN spans.input_hash ELSE excluded.input_hash END, \
+         output_hash = CASE WHEN excluded.output IS NULL THEN spans.output_hash ELSE excluded.output_hash END, \
+         error_hash = CASE WHEN excluded.error IS NULL THEN spans.error_hash ELSE excluded.error_hash END",
         DB::json_merge("spans.attributes", "excluded.attributes"),
         DB::json_merge("spans.metrics", "excluded.metrics"),
     ));
+}
+
+/// A body's fingerprint, which an alignment compares instead of its text: xxh3 of
+/// the stored text, never 0, which stands for no body.
+fn fingerprint(body: Option<&Body>) -> i64 {
+    body.map_or(0, |b| {
+        i64::from_ne_bytes(xxh3_64(b.json.as_bytes()).max(1).to_ne_bytes())
+    })
 }
 
 /// Upserts trace summaries (the planner computed them whole); root attributes merge.

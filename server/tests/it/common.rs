@@ -14,6 +14,7 @@ use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 
 pub(crate) struct TestStore {
     pub store: Arc<dyn Store>,
+    pub url: String,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -22,7 +23,25 @@ impl TestStore {
     pub(crate) async fn at(url: &str) -> TestStore {
         TestStore {
             store: store::open(url).await.expect("open store"),
+            url: url.to_string(),
             _dir: None,
+        }
+    }
+
+    /// Runs one SQL statement on the store's database, beside the store: what an
+    /// older server left behind, say.
+    pub(crate) async fn execute(&self, sql: &str) {
+        use sqlx::Connection;
+        if self.url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.url)
+                .await
+                .expect("connect sqlite");
+            sqlx::query(sql).execute(&mut conn).await.expect(sql);
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.url)
+                .await
+                .expect("connect postgres");
+            sqlx::query(sql).execute(&mut conn).await.expect(sql);
         }
     }
 }
@@ -32,6 +51,7 @@ pub(crate) async fn sqlite() -> TestStore {
     let url = format!("sqlite:{}", dir.path().join("treeline.db").display());
     TestStore {
         store: store::open(&url).await.expect("open sqlite"),
+        url,
         _dir: Some(dir),
     }
 }
@@ -43,6 +63,7 @@ pub(crate) async fn postgres() -> TestStore {
     let url = postgres_url().await;
     TestStore {
         store: store::open(&url).await.expect("open postgres"),
+        url,
         _dir: None,
     }
 }
