@@ -1,4 +1,4 @@
-import { test as base, expect, type APIRequestContext } from "@playwright/test";
+import { test as base, expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 
 /** Fails the test on any browser console error or uncaught page error: that is
  * what a broken hydration looks like. */
@@ -17,6 +17,16 @@ export const test = base.extend<{ consoleErrors: string[] }>({
   ],
 });
 export { expect };
+
+/** Chooses `value` in `select` until the URL matches `url`: a choice made before
+ * the page has hydrated changes nothing, and on a cold first run hydration can
+ * take a few seconds. */
+export async function chooseOnceHydrated(page: Page, select: Locator, value: string, url: RegExp): Promise<void> {
+  await expect(async () => {
+    await select.selectOption(value);
+    await expect(page).toHaveURL(url, { timeout: 1_000 });
+  }).toPass();
+}
 
 /** Creates a run through the public API, as a training script would. */
 export async function createRun(
