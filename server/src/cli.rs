@@ -52,6 +52,9 @@ enum BenchCommand {
     Otlp(crate::otlp::bench::OtlpArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
+    /// Latency (p50/p95) of reading a million-span trace: pages of a 100,000-child
+    /// node and the server-rendered deep link to a span 50 levels down.
+    HugeTrace(crate::bench::HugeArgs),
     /// SDK-shaped writers and dashboard readers against real server processes,
     /// optionally killed mid-soak or several on one PostgreSQL database; then
     /// every acknowledged trace is read back.
@@ -132,10 +135,18 @@ pub async fn open_store(
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A benchmark prints its own figures: a line per request would bury them.
+    let quiet = matches!(cli.command, Some(Command::Bench(_)));
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tower_http=info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                if quiet {
+                    "warn"
+                } else {
+                    "info,sqlx=warn,tower_http=info"
+                }
+                .into()
+            }),
         )
         .init();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -162,6 +173,7 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Compare(args)) => {
             runtime.block_on(crate::bench::compare(args))
         }
+        Command::Bench(BenchCommand::HugeTrace(args)) => runtime.block_on(crate::bench::huge(args)),
         #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
         #[cfg(feature = "devtools")]

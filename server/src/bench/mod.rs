@@ -3,6 +3,7 @@
 mod compare;
 mod fleet;
 mod fuzz;
+mod huge;
 mod ingest;
 mod query;
 mod rng;
@@ -10,6 +11,7 @@ mod soak;
 
 pub use compare::{compare, CompareArgs};
 pub use fuzz::{fuzz, FuzzArgs};
+pub use huge::{huge, HugeArgs};
 pub use ingest::{ingest, IngestArgs};
 pub use query::{query, QueryArgs};
 pub use soak::{soak, SoakArgs};

@@ -155,6 +155,33 @@ async fn build(store: &dyn Store, traces: usize) -> Outcome {
     Ok(())
 }
 
+/// The body of the answer to `GET path`.
+pub(super) async fn get_body(api: &Router, path: &str) -> Outcome<bytes::Bytes> {
+    let request = Request::get(path)
+        .body(Body::empty())
+        .with_context(|| format!("building GET {path}"))?;
+    let response = api
+        .clone()
+        .oneshot(request)
+        .await
+        .with_context(|| format!("GET {path}"))?;
+    Ok(response
+        .into_body()
+        .collect()
+        .await
+        .with_context(|| format!("reading the answer to GET {path}"))?
+        .to_bytes())
+}
+
+/// The JSON answer to `GET path`.
+pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
+    api: &Router,
+    path: &str,
+) -> Outcome<T> {
+    let body = get_body(api, path).await?;
+    serde_json::from_slice(&body).with_context(|| format!("the answer to GET {path}"))
+}
+
 async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
     let request = Request::get(path)
         .body(Body::empty())

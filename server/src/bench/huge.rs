@@ -1,0 +1,178 @@
+//! `treeline bench huge-trace`: one trace of a million spans, read as the workspace
+//! reads it. Its root holds a node of 100,000 children, 900 agents of 999 tool
+//! calls each, and a chain 50 levels deep. Timed through the whole app in-process:
+//! pages of the wide node's children (the first, and the last reached by cursor),
+//! a page of an agent's, and the server-rendered page of a deep link to the span
+//! at the bottom of the chain.
+
+use serde_json::{json, Value};
+use treeline_wire::{RunUpsert, SpanPage};
+
+use super::query::{get_body, get_json, report, write};
+use crate::failure::{Context, Failure, Outcome};
+use crate::http::AppState;
+use crate::{serve, store};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct HugeArgs {
+    /// Children of the wide node.
+    #[arg(long, default_value_t = 100_000)]
+    pub wide: usize,
+    /// Agents beside it, each with 999 tool calls.
+    #[arg(long, default_value_t = 900)]
+    pub agents: usize,
+    /// Timed requests per case.
+    #[arg(long, default_value_t = 50)]
+    pub samples: usize,
+    /// Use this database instead of a temporary SQLite file (sqlite:… or postgres://…).
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+const RUN: &str = "bench-huge";
+const TRACE: &str = "huge-trace-1m";
+/// Levels of the chain under the root; its deepest span is `l{DEPTH}`.
+const DEPTH: usize = 50;
+const TOOLS_PER_AGENT: usize = 999;
+
+fn open(span: &str, parent: &str, name: String, kind: &str, ts: usize) -> Value {
+    json!({"op": "open", "trace_id": TRACE, "span_id": span, "parent_span_id": parent,
+           "name": name, "kind": kind, "ts": ts})
+}
+
+/// Writes the trace in batches of about 10,000 spans, saying how far it got.
+async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
+    let now = crate::http::now_us();
+    let mut events = vec![
+        json!({"op": "open", "trace_id": TRACE, "span_id": "root", "name": "long agent session", "kind": "session", "ts": 1}),
+        open("wide", "root", "fan-out".into(), "agent", 2),
+    ];
+    let mut parent = "root".to_string();
+    for level in 1..=DEPTH {
+        let id = format!("l{level}");
+        events.push(open(
+            &id,
+            &parent,
+            format!("level {level}"),
+            "agent",
+            2 + level,
+        ));
+        parent = id;
+    }
+    let total = 2 + DEPTH + args.wide + args.agents * (1 + TOOLS_PER_AGENT);
+    let mut written = 0;
+    let mut flush = |events: &mut Vec<Value>| {
+        let batch = std::mem::take(events);
+        written += batch.len();
+        eprint!("\rbuilding: {written} of {total} spans   ");
+        batch
+    };
+    for c in 0..args.wide {
+        events.push(open(
+            &format!("w{c}"),
+            "wide",
+            format!("call {c}"),
+            "tool",
+            100 + c,
+        ));
+        if events.len() >= 10_000 {
+            write(store, RUN, &flush(&mut events), now).await?;
+        }
+    }
+    for a in 0..args.agents {
+        let agent = format!("a{a}");
+        events.push(open(
+            &agent,
+            "root",
+            format!("agent {a}"),
+            "agent",
+            200_000 + a,
+        ));
+        for t in 0..TOOLS_PER_AGENT {
+            let ts = 300_000 + a * 1_000 + t;
+            events.push(open(
+                &format!("a{a}t{t}"),
+                &agent,
+                format!("tool {t}"),
+                "tool",
+                ts,
+            ));
+        }
+        if events.len() >= 10_000 {
+            write(store, RUN, &flush(&mut events), now).await?;
+        }
+    }
+    write(store, RUN, &flush(&mut events), now).await?;
+    eprintln!();
+    Ok(total)
+}
+
+pub async fn huge(args: HugeArgs) -> Outcome {
+    let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
+    let url = args
+        .database_url
+        .clone()
+        .unwrap_or_else(|| format!("sqlite:{}", dir.path().join("huge.db").display()));
+    let store = store::open(&url)
+        .await
+        .with_context(|| format!("cannot open {url}"))?;
+    let run = RunUpsert {
+        project: "bench-huge".into(),
+        ..Default::default()
+    };
+    store
+        .upsert_run(RUN, &run, 1)
+        .await
+        .context("creating the benchmark run")?;
+    let started = std::time::Instant::now();
+    let total = build(store.as_ref(), &args).await?;
+    println!(
+        "one trace of {total} spans on {url}, written in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
+    let spans = format!("/api/runs/{RUN}/traces/{TRACE}/spans");
+    // The wide node's last page, reached by following cursors once.
+    let mut last = format!("{spans}?parent_span_id=wide&limit=1000");
+    loop {
+        let page: SpanPage = get_json(&app, &last).await?;
+        match page.next_cursor {
+            Some(cursor) => last = format!("{spans}?parent_span_id=wide&limit=200&cursor={cursor}"),
+            None => break,
+        }
+    }
+    // The deep link is timed only if its page shows the span it names.
+    let deep = format!("/traces?run_id={RUN}&trace_id={TRACE}&span_id=l{DEPTH}");
+    let page = get_body(&app, &deep).await?;
+    let shown = format!(">level {DEPTH}<");
+    if !String::from_utf8_lossy(&page).contains(&shown) {
+        return Err(Failure::msg(format!(
+            "{deep}: the page does not show {shown}"
+        )));
+    }
+    let cases = [
+        (
+            format!("children, the first 200 of {}", args.wide),
+            format!("{spans}?parent_span_id=wide&limit=200"),
+        ),
+        (
+            format!("children, the last page of {} (by cursor)", args.wide),
+            last,
+        ),
+        (
+            "children, 200 of an agent's 999".to_string(),
+            format!("{spans}?parent_span_id=a{}&limit=200", args.agents / 2),
+        ),
+        ("the top level (the root)".to_string(), spans.clone()),
+        (
+            format!("a deep link {DEPTH} levels down, server-rendered"),
+            deep,
+        ),
+    ];
+    println!("{:<48} {:>9} {:>9}", "request", "p50 ms", "p95 ms");
+    for (name, path) in cases {
+        report(&app, &name, args.samples.max(5), 2, || path.clone()).await?;
+    }
+    Ok(())
+}
