@@ -2,6 +2,7 @@ import { test, expect, createRun, sendEvents } from "./fixtures";
 import { expectNoA11yViolations } from "./a11y";
 
 const RUN = "e2e-ws";
+const FAN_RUN = "e2e-ws-fan";
 const open = (trace: string, span: string, parent: string | null, name: string, kind: string, ts: number, extra: object = {}) =>
   ({ op: "open", trace_id: trace, span_id: span, parent_span_id: parent, name, kind, ts, ...extra });
 const close = (trace: string, span: string, status: string, ts: number, extra: object = {}) =>
@@ -27,6 +28,31 @@ test.beforeAll(async ({ request }) => {
   many.push(close("wide", "child3", "error", 50, { error: { type: "EnvError", message: "reset failed" } }));
   many.push(close("wide", "root", "error", 60));
   await sendEvents(request, RUN, many);
+  const fan = [open("fan", "root", null, "fan-out", "agent", 1)];
+  for (let i = 0; i < 450; i++) fan.push(open("fan", `c${i}`, "root", `tool call ${i}`, "tool", 10 + i));
+  fan.push(close("fan", "root", "ok", 1000));
+  // In a run of its own: the other tests count this run's traces.
+  await createRun(request, FAN_RUN, "fan-e2e", "one large node");
+  await sendEvents(request, FAN_RUN, fan);
+});
+
+test("scrolling toward the end of a large node reads its next pages, without a click", async ({ page }) => {
+  const reads: string[] = [];
+  page.on("request", (r) => {
+    if (r.url().includes("/traces/fan/spans") && r.url().includes("parent_span_id=root")) reads.push(r.url());
+  });
+  await page.goto(`/traces?run_id=${FAN_RUN}&trace_id=fan&span_id=root`);
+  const tree = page.getByRole("tree");
+  await expect(tree.getByRole("treeitem", { name: /fan-out/ })).toHaveAttribute("aria-expanded", "true");
+  // 450 children, 200 to a page: the first came with the page, two more are read
+  // as the tree is scrolled to its end (again and again until the page answers).
+  const last = tree.getByRole("treeitem", { name: /tool call 449\b/ });
+  await expect(async () => {
+    await tree.evaluate((el) => el.scrollTo(0, el.scrollHeight));
+    await expect(last).toBeVisible({ timeout: 500 });
+  }).toPass();
+  await expect(tree.locator(".more-row")).toHaveCount(0);
+  expect(reads).toHaveLength(2);
 });
 
 test("a deep link server-renders and reopens a span five levels deep", async ({ page, request }) => {

@@ -2,6 +2,8 @@
 //! span), further reads of a node's children, and the path to a selection the tree
 //! has not loaded yet.
 
+use std::collections::HashSet;
+
 use leptos::prelude::*;
 use treeline_wire::SpanNode;
 
@@ -92,6 +94,9 @@ pub(super) struct Loader {
     tree: RwSignal<Tree>,
     /// (run, trace)
     ids: StoredValue<(String, String)>,
+    /// The pages read ahead, as (parent, cursor): each is read ahead once, so a
+    /// page that failed waits for a click instead of being asked for again and again.
+    read_ahead: StoredValue<HashSet<(String, Option<String>)>>,
 }
 
 impl Loader {
@@ -99,6 +104,20 @@ impl Loader {
         Loader {
             tree,
             ids: StoredValue::new((run, trace)),
+            read_ahead: StoredValue::new(HashSet::new()),
+        }
+    }
+
+    /// Reads the next page of `parent`'s children as the reader scrolls toward
+    /// its end, once per page.
+    pub(super) fn read_ahead(self, parent: String) {
+        let cursor = self.tree.with_untracked(|t| t.next_cursor(&parent));
+        let first = self
+            .read_ahead
+            .try_update_value(|asked| asked.insert((parent.clone(), cursor)))
+            .unwrap_or(false);
+        if first {
+            self.more(parent);
         }
     }
 
@@ -115,7 +134,8 @@ impl Loader {
         let (cursor, first) = self
             .tree
             .with_untracked(|t| (t.next_cursor(&parent), !t.is_loaded(&parent)));
-        if !first && cursor.is_none() {
+        // A page already on its way: a second read would add its children twice.
+        if (!first && cursor.is_none()) || self.tree.with_untracked(|t| t.is_loading(&parent)) {
             return;
         }
         let (run, trace) = self.ids.get_value();

@@ -147,6 +147,11 @@ impl Tree {
         self.cursors.get(parent).cloned().flatten()
     }
 
+    /// Whether a page of `parent`'s children is being read.
+    pub(super) fn is_loading(&self, parent: &str) -> bool {
+        self.loading.contains(parent)
+    }
+
     pub(super) fn set_loading(&mut self, parent: &str, loading: bool) {
         if loading {
             self.loading.insert(parent.to_string());

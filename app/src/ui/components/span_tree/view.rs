@@ -62,6 +62,7 @@ fn TreeView(
     let opening = selected.with_untracked(|s| s.as_deref().and_then(|s| row_of(rows, s)));
     let viewport = Viewport::new(window::opening_scroll(opening));
     let slice = viewport.slice(move || rows.with(Vec::len));
+    read_ahead(loader, rows, slice);
 
     let select = Callback::new(move |id: String| {
         focused.set(Some(id.clone()));
@@ -148,6 +149,29 @@ fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
             <button type="button" class="copy" on:click=move |_| copy_location()>"Copy link"</button>
         </div>
     }
+}
+
+/// Reads the next page of a node's children once its "load more" row comes within
+/// [`window::READ_AHEAD`] rows of the view, so scrolling through a large node never
+/// waits for a click. (An effect: it runs in the browser only.)
+fn read_ahead(loader: Loader, rows: Memo<Vec<Row>>, slice: Memo<std::ops::Range<usize>>) {
+    Effect::new(move |_| {
+        let range = slice.get();
+        let near: Vec<String> = rows.with(|rows| {
+            let end = range.end.saturating_add(window::READ_AHEAD).min(rows.len());
+            rows.get(range.start.min(end)..end)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|row| match row {
+                    Row::More { parent, .. } => Some(parent.clone()),
+                    _ => None,
+                })
+                .collect()
+        });
+        for parent in near {
+            loader.read_ahead(parent);
+        }
+    });
 }
 
 /// What `key` does to the tree as it is on screen now.

@@ -7,6 +7,9 @@ use std::ops::Range;
 pub(super) const ROW: f64 = 26.0;
 /// Rows drawn beyond each edge of the view, so a fast scroll shows no gap.
 const OVERSCAN: usize = 12;
+/// Rows past the drawn slice within which a "load more" row reads its page: a
+/// page is 200 rows, so the next arrives while about 100 are still to scroll.
+pub(super) const READ_AHEAD: usize = 100;
 /// Indentation per level, px.
 const INDENT: usize = 16;
 
