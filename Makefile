@@ -24,7 +24,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: run build test-build tools bootstrap py-venv dev test lint lint-quick lint-variant rust-and-bundle rust-test e2e browser-test py-test otlp-test bench clean help
+.PHONY: run build test-build tools bootstrap py-venv dev test lint lint-quick lint-variant rust-and-bundle rust-test e2e browser-test py-test otlp-test bench browser-bench clean help
 
 ## run: build the release and serve the dashboard, with the demo loaded, on ADDR (SQLite in DATA_DIR)
 run: build
@@ -141,6 +141,12 @@ browser-test:
 bench: build
 	$(say) "benchmark: ingest throughput on SQLite"
 	./target/release/treeline bench ingest
+
+## browser-bench: a million-span trace in Chromium: first rows, a 100,000-child node, scrolling (release build)
+browser-bench: build
+	@WANT=chromium scripts/bootstrap-system.sh
+	@WANT=node scripts/setup-tools.sh
+	scripts/browser-bench.sh
 
 ## clean: remove the build outputs: target/, the Python test venv in it included
 clean:

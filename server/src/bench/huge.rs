@@ -24,9 +24,14 @@ pub struct HugeArgs {
     /// Timed requests per case.
     #[arg(long, default_value_t = 50)]
     pub samples: usize,
-    /// Use this database instead of a temporary SQLite file (sqlite:… or postgres://…).
+    /// Use this database instead of a temporary SQLite file (sqlite:… or postgres://…);
+    /// a trace already written there is reused.
     #[arg(long)]
     pub database_url: Option<String>,
+    /// Write the trace and stop, untimed: for `scripts/browser-bench.sh`, which
+    /// serves it to Chromium.
+    #[arg(long)]
+    pub build_only: bool,
 }
 
 const RUN: &str = "bench-huge";
@@ -124,12 +129,25 @@ pub async fn huge(args: HugeArgs) -> Outcome {
         .upsert_run(RUN, &run, 1)
         .await
         .context("creating the benchmark run")?;
-    let started = std::time::Instant::now();
-    let total = build(store.as_ref(), &args).await?;
-    println!(
-        "one trace of {total} spans on {url}, written in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
+    let stored = store
+        .reads()
+        .get_trace(RUN, TRACE)
+        .await
+        .context("reading the benchmark store")?
+        .map_or(0, |t| t.span_count);
+    if stored > 0 {
+        println!("reusing the trace of {stored} spans on {url}");
+    } else {
+        let started = std::time::Instant::now();
+        let total = build(store.as_ref(), &args).await?;
+        println!(
+            "one trace of {total} spans on {url}, written in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if args.build_only {
+        return Ok(());
+    }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
     let spans = format!("/api/runs/{RUN}/traces/{TRACE}/spans");
