@@ -136,7 +136,10 @@ pub async fn open_store(
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A benchmark prints its own figures: a line per request would bury them.
+    #[cfg(feature = "devtools")]
     let quiet = matches!(cli.command, Some(Command::Bench(_)));
+    #[cfg(not(feature = "devtools"))]
+    let quiet = false;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
@@ -173,6 +176,7 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Compare(args)) => {
             runtime.block_on(crate::bench::compare(args))
         }
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::HugeTrace(args)) => runtime.block_on(crate::bench::huge(args)),
         #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
