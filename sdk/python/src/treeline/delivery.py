@@ -63,7 +63,7 @@ class Sender:
     def __init__(self, transport, spool, *, run_id, encoding="gzip", batch_bytes=512 * 1024,
                  max_queue_bytes=64 << 20, flush_interval=1.0, max_retries=4, backoff=0.5,
                  max_backoff=8.0, max_batch_items=2000, max_request_bytes=8 << 20,
-                 probe_interval=5.0, on_full="block", block_timeout=10.0, max_inflight=2):
+                 probe_interval=5.0, on_full="block", block_timeout=10.0, max_inflight=4):
         if on_full not in ON_FULL:
             raise ValueError("on_full %r is not valid; valid values are: %s"
                              % (on_full, ", ".join(ON_FULL)))

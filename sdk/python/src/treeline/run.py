@@ -62,7 +62,7 @@ class Run(_Parent):
                  preview_limit=DEFAULT_LIMIT, finish_on_exit=None, disabled=None,
                  spool_dir=None, compression="auto", timeout=10.0, flush_interval=1.0,
                  batch_bytes=512 * 1024, max_queue_bytes=64 << 20, max_retries=4,
-                 on_full="block", block_timeout=10.0, max_inflight=2, tracing=None,
+                 on_full="block", block_timeout=10.0, max_inflight=4, tracing=None,
                  transport=None):
         if type(project) is not str or not 1 <= len(project) <= 128 or any(
                 ord(c) < 32 or ord(c) == 127 for c in project):
