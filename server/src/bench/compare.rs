@@ -5,12 +5,10 @@
 //! the API router in-process.
 
 use serde_json::{json, Value};
-use treeline_wire::RunUpsert;
 
 use super::query::{report, write};
 use crate::failure::{Context, Outcome};
 use crate::http::{self, AppState};
-use crate::store;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompareArgs {
@@ -65,21 +63,13 @@ fn side(trace: &str, n: usize, b: bool, pad: usize) -> Vec<Value> {
 
 pub async fn compare(args: CompareArgs) -> Outcome {
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let url = args
-        .database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite:{}", dir.path().join("compare.db").display()));
-    let store = store::open(&url)
-        .await
-        .with_context(|| format!("cannot open {url}"))?;
-    let run = RunUpsert {
-        project: "bench-compare".into(),
-        ..Default::default()
-    };
-    store
-        .upsert_run(RUN, &run, 1)
-        .await
-        .context("creating the benchmark run")?;
+    let (url, store) = super::run_store(
+        args.database_url.clone(),
+        dir.path(),
+        "compare.db",
+        (RUN, "bench-compare"),
+    )
+    .await?;
     let n = args.children;
     let long = args.long_children;
     // (trace, side B, children, padding words per message: 400 make 4 KB)

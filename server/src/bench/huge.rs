@@ -6,7 +6,7 @@
 //! at the bottom of the chain.
 
 use serde_json::{json, Value};
-use treeline_wire::{RunUpsert, SpanPage};
+use treeline_wire::SpanPage;
 
 use super::query::{get_body, get_json, report, write};
 use crate::failure::{Context, Failure, Outcome};
@@ -114,21 +114,13 @@ async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
 
 pub async fn huge(args: HugeArgs) -> Outcome {
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let url = args
-        .database_url
-        .clone()
-        .unwrap_or_else(|| format!("sqlite:{}", dir.path().join("huge.db").display()));
-    let store = store::open(&url)
-        .await
-        .with_context(|| format!("cannot open {url}"))?;
-    let run = RunUpsert {
-        project: "bench-huge".into(),
-        ..Default::default()
-    };
-    store
-        .upsert_run(RUN, &run, 1)
-        .await
-        .context("creating the benchmark run")?;
+    let (url, store) = super::run_store(
+        args.database_url.clone(),
+        dir.path(),
+        "huge.db",
+        (RUN, "bench-huge"),
+    )
+    .await?;
     let stored = store
         .reads()
         .get_trace(RUN, TRACE)

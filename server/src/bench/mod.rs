@@ -87,6 +87,29 @@ async fn bench_key(store: &dyn store::Store) -> Outcome<String> {
     Ok(key)
 }
 
+/// A benchmark's store: `url`, or a SQLite file `file` in `dir`; with the run
+/// `run_id` of `project` made in it. Also the store's URL, for the report.
+pub(crate) async fn run_store(
+    url: Option<String>,
+    dir: &std::path::Path,
+    file: &str,
+    (run_id, project): (&str, &str),
+) -> Outcome<(String, std::sync::Arc<dyn store::Store>)> {
+    let url = url.unwrap_or_else(|| format!("sqlite:{}", dir.join(file).display()));
+    let store = store::open(&url)
+        .await
+        .with_context(|| format!("cannot open {url}"))?;
+    let run = treeline_wire::RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    store
+        .upsert_run(run_id, &run, 1)
+        .await
+        .context("creating the benchmark run")?;
+    Ok((url, store))
+}
+
 /// The `p` quantile (0..=1) of durations sorted ascending; zero when there are none.
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 * p) as usize).min(sorted.len().saturating_sub(1));

@@ -155,38 +155,12 @@ async fn build(store: &dyn Store, traces: usize) -> Outcome {
     Ok(())
 }
 
-/// The body of the answer to `GET path`.
+/// The body of the answer to `GET path`; an answer other than a success is an error
+/// that quotes it.
 pub(super) async fn get_body(api: &Router, path: &str) -> Outcome<bytes::Bytes> {
     let request = Request::get(path)
         .body(Body::empty())
         .with_context(|| format!("building GET {path}"))?;
-    let response = api
-        .clone()
-        .oneshot(request)
-        .await
-        .with_context(|| format!("GET {path}"))?;
-    Ok(response
-        .into_body()
-        .collect()
-        .await
-        .with_context(|| format!("reading the answer to GET {path}"))?
-        .to_bytes())
-}
-
-/// The JSON answer to `GET path`.
-pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
-    api: &Router,
-    path: &str,
-) -> Outcome<T> {
-    let body = get_body(api, path).await?;
-    serde_json::from_slice(&body).with_context(|| format!("the answer to GET {path}"))
-}
-
-async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
-    let request = Request::get(path)
-        .body(Body::empty())
-        .with_context(|| format!("building GET {path}"))?;
-    let started = Instant::now();
     let response = api
         .clone()
         .oneshot(request)
@@ -199,14 +173,29 @@ async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
         .await
         .with_context(|| format!("reading the answer to GET {path}"))?
         .to_bytes();
-    let elapsed = started.elapsed();
     if !status.is_success() {
         return Err(Failure::msg(format!(
             "{path}: {status}: {}",
             String::from_utf8_lossy(&body)
         )));
     }
-    Ok(elapsed)
+    Ok(body)
+}
+
+/// The JSON answer to `GET path`.
+pub(super) async fn get_json<T: serde::de::DeserializeOwned>(
+    api: &Router,
+    path: &str,
+) -> Outcome<T> {
+    let body = get_body(api, path).await?;
+    serde_json::from_slice(&body).with_context(|| format!("the answer to GET {path}"))
+}
+
+/// How long `GET path` takes, its whole body read.
+async fn time_get(api: &Router, path: &str) -> Outcome<Duration> {
+    let started = Instant::now();
+    get_body(api, path).await?;
+    Ok(started.elapsed())
 }
 
 /// A quantile in milliseconds.
