@@ -14,6 +14,8 @@ pub const TRACES_PAGE_MAX: usize = 500;
 /// Children per span page.
 pub const SPAN_PAGE: usize = 200;
 pub const SPAN_PAGE_MAX: usize = 1_000;
+/// The longest `name` a span page may filter children by (characters).
+pub const MAX_CHILD_NAME_FILTER: usize = 200;
 /// Points per metric series after downsampling: the default and the bounds.
 pub const METRIC_POINTS: usize = 2_000;
 pub const METRIC_POINTS_MIN: usize = 2;

@@ -82,6 +82,10 @@ pub struct SpanNode {
 pub struct SpanPage {
     pub spans: Vec<SpanNode>,
     pub next_cursor: Option<String>,
+    /// The first span's place among those listed, counted from 0, for a page read
+    /// at a place or around a span (an older server leaves it out).
+    #[serde(default)]
+    pub from: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

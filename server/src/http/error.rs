@@ -111,6 +111,10 @@ impl From<StoreError> for ApiError {
                 "run {run_id} already belongs to project {existing:?}; project cannot change"
             )),
             StoreError::BadCursor => ApiError::bad("invalid_cursor", "cursor is not valid"),
+            StoreError::NotListed { span_id } => ApiError::not_found(
+                "span_not_found",
+                format!("around: span {span_id} is not among the children listed"),
+            ),
             other if other.is_transient() => {
                 tracing::warn!(error = %chain(&other), "storage unavailable");
                 ApiError::Unavailable {

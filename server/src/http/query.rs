@@ -7,8 +7,8 @@ use axum::routing::get;
 use axum::{Json, Router};
 use treeline_wire::filter::{AttributeKeys, TraceFilter, ATTR_PREFIX, MAX_FILTERS};
 use treeline_wire::limits::{
-    MAX_SEARCH_TERMS, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
-    RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX, TRACES_PAGE, TRACES_PAGE_MAX,
+    MAX_CHILD_NAME_FILTER, MAX_SEARCH_TERMS, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN,
+    RUNS_PAGE, RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX, TRACES_PAGE, TRACES_PAGE_MAX,
 };
 use treeline_wire::routes;
 use treeline_wire::{
@@ -20,7 +20,7 @@ use treeline_wire::{
 use super::auth::{visible_run, Principal, Via};
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
-use crate::store::{Cursor, TraceQuery, TraceSort};
+use crate::store::{Cursor, LevelStart, SpanLevel, TraceQuery, TraceSort};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -447,6 +447,29 @@ async fn spans(
     let p = Params::new(raw);
     let limit = p.limit(SPAN_PAGE, SPAN_PAGE_MAX)?;
     let cursor = p.cursor()?;
+    let from = p.non_negative("from")?;
+    let around = p.text("around");
+    if let Some(around) = around {
+        check_id(around, "around")?;
+    }
+    let name = p.text("name");
+    if name.is_some_and(|n| n.chars().count() > MAX_CHILD_NAME_FILTER) {
+        return Err(ApiError::bad(
+            "invalid_parameter",
+            format!("name must be at most {MAX_CHILD_NAME_FILTER} characters"),
+        ));
+    }
+    let start = match (cursor.as_ref(), from, around) {
+        (cursor, None, None) => LevelStart::After(cursor),
+        (None, Some(place), None) => LevelStart::At(place),
+        (None, None, Some(span_id)) => LevelStart::Around(span_id),
+        _ => {
+            return Err(ApiError::bad(
+                "invalid_parameter",
+                "cursor, from and around each say where the page starts: give one",
+            ))
+        }
+    };
     find_trace(&state, &who, &run_id, &trace_id).await?;
     let parent = p.text("parent_span_id");
     if let Some(parent) = parent {
@@ -464,7 +487,16 @@ async fn spans(
         state
             .store
             .reads()
-            .list_spans(&run_id, &trace_id, parent, limit, cursor.as_ref())
+            .list_spans(
+                &run_id,
+                &trace_id,
+                &SpanLevel {
+                    parent,
+                    name,
+                    start,
+                    limit,
+                },
+            )
             .await?,
     ))
 }

@@ -43,6 +43,9 @@ pub enum StoreError {
     ProjectConflict { run_id: String, existing: String },
     #[error("invalid cursor")]
     BadCursor,
+    /// A page asked to be read around a span that is not among the children listed.
+    #[error("span {span_id} is not among the children listed")]
+    NotListed { span_id: String },
     /// A failure that may pass: the database busy, a pool exhausted, a connection
     /// lost, a serialization failure. Nothing of the request was kept.
     #[error("the database is unavailable")]
@@ -201,6 +204,40 @@ pub struct TraceQuery {
     pub ascending: bool,
     pub limit: usize,
     pub cursor: Option<Cursor>,
+}
+
+/// Which of a parent's children one read of the span tree lists (`GET …/spans`).
+#[derive(Clone, Copy, Debug)]
+pub struct SpanLevel<'a> {
+    /// The parent; `None` for the trace's top level (roots and orphans).
+    pub parent: Option<&'a str>,
+    /// Only the children whose name contains this, ASCII case ignored.
+    pub name: Option<&'a str>,
+    pub start: LevelStart<'a>,
+    pub limit: usize,
+}
+
+impl<'a> SpanLevel<'a> {
+    /// The page of `parent`'s children after `cursor`.
+    pub fn after(parent: Option<&'a str>, limit: usize, cursor: Option<&'a Cursor>) -> Self {
+        SpanLevel {
+            parent,
+            name: None,
+            start: LevelStart::After(cursor),
+            limit,
+        }
+    }
+}
+
+/// Where a page of children starts.
+#[derive(Clone, Copy, Debug)]
+pub enum LevelStart<'a> {
+    /// Past the cursor's child, or at the first.
+    After(Option<&'a Cursor>),
+    /// At the child in this place of the listing, counted from 0.
+    At(i64),
+    /// Up to half a page before this child, so that it sits mid-page.
+    Around(&'a str),
 }
 
 /// The write side. Every write is acknowledged only once it is durable, and every

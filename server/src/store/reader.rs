@@ -15,7 +15,7 @@ use super::children::{self, BodyDifferences, ChildNode};
 use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
-use super::{Cursor, StoreError, StoreResult, TraceQuery};
+use super::{Cursor, LevelStart, SpanLevel, StoreError, StoreResult, TraceQuery};
 
 /// How deep a deep link's ancestor walk goes before it gives up.
 pub const MAX_ANCESTORS: i64 = 100_000;
@@ -45,14 +45,16 @@ pub trait Reads: Send + Sync {
     /// of the next page.
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList>;
     async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>>;
-    /// Direct children of `parent` (or the roots and orphans), in start order.
+    /// One page of a level of the tree in sibling order (ordinal, start, id):
+    /// `level.parent`'s direct children, or the roots and orphans, only those whose
+    /// name contains `level.name` if given, from `level.start`. A page read at a
+    /// place or around a child says where it starts (`from`). `NotListed` when the
+    /// child to read around is not among those listed.
     async fn list_spans(
         &self,
         run_id: &str,
         trace_id: &str,
-        parent: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
+        level: &SpanLevel<'_>,
     ) -> StoreResult<SpanPage>;
     /// Whether the span has arrived (its open, not only a close or a child).
     async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool>;
@@ -169,13 +171,75 @@ impl<DB: Dialect> Reader<DB> {
         }
     }
 
+    /// `SELECT {columns}` of the spans a level of the tree lists.
+    fn level<'a>(
+        columns: &str,
+        run_id: &'a str,
+        trace_id: &'a str,
+        level: &SpanLevel<'a>,
+    ) -> Sql<'a, DB> {
+        let mut q = Sql::new(format!("SELECT {columns} FROM spans s WHERE s.run_id = "));
+        q.bind(run_id)
+            .push(" AND s.trace_id = ")
+            .bind(trace_id)
+            .push(" AND s.tree_parent = ")
+            .bind(level.parent.unwrap_or(""));
+        if let Some(name) = level.name {
+            q.push(format!(" AND s.name {} ", DB::LIKE_ANY_CASE))
+                .bind(format!("%{}%", rows::escape_like(name)))
+                .push(" ESCAPE '\\'");
+        }
+        q
+    }
+
+    /// How many of the level's spans come before `span_id`; `None` when it is not
+    /// among them.
+    async fn listed_before(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        level: &SpanLevel<'_>,
+        span_id: &str,
+    ) -> StoreResult<Option<i64>> {
+        let mut q = Self::level("s.ordinal, s.start_us", run_id, trace_id, level);
+        q.push(" AND s.span_id = ").bind(span_id);
+        let Some(row) = self.row(q).await? else {
+            return Ok(None);
+        };
+        let (ordinal, start) = (row.req_int("ordinal")?, row.req_int("start_us")?);
+        let mut q = Self::level("COUNT(*) AS before", run_id, trace_id, level);
+        q.push(" AND (s.ordinal, s.start_us, s.span_id) < (")
+            .bind(ordinal)
+            .push(", ")
+            .bind(start)
+            .push(", ")
+            .bind(span_id)
+            .push(")");
+        match self.row(q).await? {
+            Some(row) => Ok(Some(row.req_int("before")?)),
+            None => Ok(Some(0)),
+        }
+    }
+
     /// One page of `q` in `order`: the rows past `cursor`, and the cursor of the
     /// next page if more follow (`key` gives a row's cursor).
     pub(super) async fn page<'a, T>(
         &self,
-        mut q: Sql<'a, DB>,
+        q: Sql<'a, DB>,
         order: Keyset<'_>,
         (cursor, limit): (Option<&'a Cursor>, usize),
+        read: impl Fn(&DB::Row) -> StoreResult<T>,
+        key: impl Fn(&T) -> Cursor,
+    ) -> StoreResult<(Vec<T>, Option<String>)> {
+        self.page_at(q, order, (cursor, limit, 0), read, key).await
+    }
+
+    /// [`Self::page`], skipping the first `skip` rows past the cursor.
+    async fn page_at<'a, T>(
+        &self,
+        mut q: Sql<'a, DB>,
+        order: Keyset<'_>,
+        (cursor, limit, skip): (Option<&'a Cursor>, usize, i64),
         read: impl Fn(&DB::Row) -> StoreResult<T>,
         key: impl Fn(&T) -> Cursor,
     ) -> StoreResult<(Vec<T>, Option<String>)> {
@@ -202,6 +266,9 @@ impl<DB: Dialect> Reader<DB> {
         let by: Vec<String> = order.columns.iter().map(|c| format!("{c}{dir}")).collect();
         q.push(format!(" ORDER BY {} LIMIT ", by.join(", ")))
             .bind(page_limit(limit));
+        if skip > 0 {
+            q.push(" OFFSET ").bind(skip);
+        }
         let mut items = self
             .rows(q)
             .await?
@@ -387,18 +454,23 @@ impl<DB: Dialect> Reads for Reader<DB> {
         &self,
         run_id: &str,
         trace_id: &str,
-        parent: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
+        level: &SpanLevel<'_>,
     ) -> StoreResult<SpanPage> {
-        let mut q = Sql::new(format!(
-            "SELECT {SPAN_NODE_COLUMNS} FROM spans s WHERE s.run_id = "
-        ));
-        q.bind(run_id)
-            .push(" AND s.trace_id = ")
-            .bind(trace_id)
-            .push(" AND s.tree_parent = ")
-            .bind(parent.unwrap_or(""));
+        let (cursor, from) = match level.start {
+            LevelStart::After(cursor) => (cursor, None),
+            LevelStart::At(place) => (None, Some(place.max(0))),
+            LevelStart::Around(span_id) => {
+                let before = self
+                    .listed_before(run_id, trace_id, level, span_id)
+                    .await?
+                    .ok_or_else(|| StoreError::NotListed {
+                        span_id: span_id.to_string(),
+                    })?;
+                let half = i64::try_from(level.limit / 2).unwrap_or(0);
+                (None, Some(before.saturating_sub(half).max(0)))
+            }
+        };
+        let q = Self::level(SPAN_NODE_COLUMNS, run_id, trace_id, level);
         // Creation order; spans without one (ordinal 0) fall back to start order.
         let order = Keyset {
             columns: &["s.ordinal", "s.start_us", "s.span_id"],
@@ -406,8 +478,9 @@ impl<DB: Dialect> Reads for Reader<DB> {
             tail: false,
             lead: true,
         };
+        let at = (cursor, level.limit, from.unwrap_or(0));
         let (spans, next_cursor) = self
-            .page(q, order, (cursor, limit), rows::span_node, |s| Cursor {
+            .page_at(q, order, at, rows::span_node, |s| Cursor {
                 value: s.start_us,
                 a: s.span_id.clone(),
                 b: String::new(),
@@ -415,7 +488,11 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 lead: Some(s.ordinal),
             })
             .await?;
-        Ok(SpanPage { spans, next_cursor })
+        Ok(SpanPage {
+            spans,
+            next_cursor,
+            from,
+        })
     }
 
     async fn export_spans(

@@ -415,6 +415,48 @@ async fn reads_use_the_404_codes_of_the_contract() {
     );
     let roots = api.get("/runs/r1/traces/t1/spans").await;
     assert_eq!(roots.body["spans"][0]["span_id"], "root");
+    assert!(roots.body["from"].is_null());
+    let around = api.get("/runs/r1/traces/t1/spans?around=root").await;
+    assert_eq!(around.body["from"], 0);
+    assert_eq!(around.body["spans"][0]["span_id"], "root");
+    let not_listed = api
+        .get("/runs/r1/traces/t1/spans?parent_span_id=root&around=root")
+        .await;
+    assert_error(&not_listed, StatusCode::NOT_FOUND, "span_not_found");
+}
+
+async fn a_span_page_names_the_parameter_it_cannot_use() {
+    let api = api().await.with_run().await;
+    api.send(
+        "POST",
+        "/runs/r1/traces/events",
+        json!({"events": [event("open", "t1", "root")]}),
+    )
+    .await;
+    let long = "x".repeat(201);
+    let long = format!("name={long}");
+    let cases = [
+        ("from=-1", "invalid_parameter", "from"),
+        ("from=ten", "invalid_parameter", "from"),
+        ("from=3&around=root", "invalid_parameter", "give one"),
+        ("around=not%20an%20id", "invalid_id", "around"),
+        (long.as_str(), "invalid_parameter", "name"),
+    ];
+    for (query, code, names) in cases {
+        let reply = api.get(&format!("/runs/r1/traces/t1/spans?{query}")).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, code);
+        assert!(
+            reply.body["error"]["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains(names),
+            "{query}: {}",
+            reply.body
+        );
+    }
+    let named = api.get("/runs/r1/traces/t1/spans?name=ROO&from=0").await;
+    assert_eq!(named.body["spans"][0]["span_id"], "root");
+    assert_eq!(named.body["from"], 0);
 }
 
 async fn trace_lists_report_their_window_and_limit_search_terms() {
@@ -566,6 +608,7 @@ on_both!(
     with_api_keys_reads_and_writes_need_a_bearer_token,
     a_cross_site_form_post_is_refused_and_writes_nothing,
     reads_use_the_404_codes_of_the_contract,
+    a_span_page_names_the_parameter_it_cannot_use,
     trace_lists_report_their_window_and_limit_search_terms,
     trace_filters_are_checked_and_applied_and_attribute_keys_listed,
     past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing,

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use crate::common::{close, open, parsed, run, with, write};
 use serde_json::json;
 use treeline_server::store::{
-    Cursor, EventBatch, Receipt, Store, StoreError, TraceQuery, TraceSort, Written,
+    Cursor, EventBatch, LevelStart, Receipt, SpanLevel, Store, StoreError, TraceQuery, TraceSort,
+    Written,
 };
 use treeline_wire::filter::TraceFilter;
 use treeline_wire::{
-    BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanStatus,
+    BatchResponse, MetricPoint, RunFinish, RunStatus, RunUpsert, SpanKind, SpanPage, SpanStatus,
 };
 
 type S = Arc<dyn Store>;
@@ -441,7 +442,7 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
     .await;
     let roots = s
         .reads()
-        .list_spans("r1", "t1", None, 100, None)
+        .list_spans("r1", "t1", &SpanLevel::after(None, 100, None))
         .await
         .unwrap();
     let ids: Vec<_> = roots
@@ -453,13 +454,13 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
     write(&s, "r1", &[open("t1", "mid", Some("root"), "agent", 1)]).await;
     let roots = s
         .reads()
-        .list_spans("r1", "t1", None, 100, None)
+        .list_spans("r1", "t1", &SpanLevel::after(None, 100, None))
         .await
         .unwrap();
     assert_eq!(roots.spans.len(), 1);
     let under_mid = s
         .reads()
-        .list_spans("r1", "t1", Some("mid"), 100, None)
+        .list_spans("r1", "t1", &SpanLevel::after(Some("mid"), 100, None))
         .await
         .unwrap();
     assert_eq!(under_mid.spans[0].span_id, "c");
@@ -468,7 +469,7 @@ async fn children_out_of_order_are_orphans_until_their_parent_arrives(s: S) {
     assert_eq!(c.path, vec!["root".to_string(), "mid".to_string()]);
     let root = s
         .reads()
-        .list_spans("r1", "t1", None, 100, None)
+        .list_spans("r1", "t1", &SpanLevel::after(None, 100, None))
         .await
         .unwrap()
         .spans
@@ -500,7 +501,11 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
     loop {
         let page = s
             .reads()
-            .list_spans("r1", "big", Some("root"), 1_000, cursor.as_ref())
+            .list_spans(
+                "r1",
+                "big",
+                &SpanLevel::after(Some("root"), 1_000, cursor.as_ref()),
+            )
             .await
             .unwrap();
         for n in &page.spans {
@@ -520,6 +525,7 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
         }
     }
     assert_eq!(seen.len(), 10_000);
+    jumps_within_a_large_level(&s).await;
     let root = s
         .reads()
         .get_span("r1", "big", "root")
@@ -529,13 +535,134 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
     assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
 }
 
+/// A reader jumps to child N, to the page around a child, and to the children
+/// whose name holds a few letters (`big`'s 10,000 children s00000…s09999).
+async fn jumps_within_a_large_level(s: &S) {
+    let level = |start, name, limit| SpanLevel {
+        parent: Some("root"),
+        name,
+        start,
+        limit,
+    };
+    let ids =
+        |page: &SpanPage| -> Vec<String> { page.spans.iter().map(|n| n.span_id.clone()).collect() };
+    let at = s
+        .reads()
+        .list_spans("r1", "big", &level(LevelStart::At(9_990), None, 5))
+        .await
+        .unwrap();
+    assert_eq!(ids(&at), ["s09990", "s09991", "s09992", "s09993", "s09994"]);
+    assert_eq!(at.from, Some(9_990));
+    // The page's cursor goes on from there.
+    let cursor = Cursor::decode(at.next_cursor.as_deref().unwrap()).unwrap();
+    let next = s
+        .reads()
+        .list_spans(
+            "r1",
+            "big",
+            &level(LevelStart::After(Some(&cursor)), None, 100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(next.spans.len(), 5);
+    assert_eq!(
+        (next.spans[0].span_id.as_str(), next.from),
+        ("s09995", None)
+    );
+    let past = s
+        .reads()
+        .list_spans("r1", "big", &level(LevelStart::At(20_000), None, 5))
+        .await
+        .unwrap();
+    assert!(past.spans.is_empty() && past.next_cursor.is_none());
+
+    // Around a child: it sits mid-page, and the page says where it starts.
+    let around = s
+        .reads()
+        .list_spans("r1", "big", &level(LevelStart::Around("s05000"), None, 10))
+        .await
+        .unwrap();
+    assert_eq!(around.from, Some(4_995));
+    assert_eq!(around.spans[5].span_id, "s05000");
+    let first = s
+        .reads()
+        .list_spans("r1", "big", &level(LevelStart::Around("s00002"), None, 10))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.from, first.spans[2].span_id.as_str()),
+        (Some(0), "s00002")
+    );
+    let missing = s
+        .reads()
+        .list_spans("r1", "big", &level(LevelStart::Around("root"), None, 10))
+        .await;
+    assert!(
+        matches!(missing, Err(StoreError::NotListed { ref span_id }) if span_id == "root"),
+        "a span that is not a child: {missing:?}"
+    );
+
+    // By name, case ignored, with `%` and `_` taken literally.
+    let named = s
+        .reads()
+        .list_spans(
+            "r1",
+            "big",
+            &level(LevelStart::After(None), Some("S0999"), 4),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids(&named), ["s09990", "s09991", "s09992", "s09993"]);
+    let cursor = Cursor::decode(named.next_cursor.as_deref().unwrap()).unwrap();
+    let rest = s
+        .reads()
+        .list_spans(
+            "r1",
+            "big",
+            &level(LevelStart::After(Some(&cursor)), Some("s0999"), 100),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rest.spans.len(), 6);
+    assert!(rest.next_cursor.is_none());
+    let within = s
+        .reads()
+        .list_spans(
+            "r1",
+            "big",
+            &level(LevelStart::Around("s09995"), Some("s0999"), 4),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (within.from, within.spans[2].span_id.as_str()),
+        (Some(3), "s09995")
+    );
+    for literal in ["s0%", "s_0001"] {
+        let none = s
+            .reads()
+            .list_spans(
+                "r1",
+                "big",
+                &level(LevelStart::After(None), Some(literal), 10),
+            )
+            .await
+            .unwrap();
+        assert!(none.spans.is_empty(), "{literal} is matched literally");
+    }
+}
+
 async fn child_ids(s: &S, trace: &str, parent: Option<&str>, limit: usize) -> Vec<(String, i64)> {
     let mut out = Vec::new();
     let mut cursor: Option<Cursor> = None;
     loop {
         let page = s
             .reads()
-            .list_spans("r1", trace, parent, limit, cursor.as_ref())
+            .list_spans(
+                "r1",
+                trace,
+                &SpanLevel::after(parent, limit, cursor.as_ref()),
+            )
             .await
             .unwrap();
         out.extend(page.spans.into_iter().map(|n| (n.span_id, n.ordinal)));
@@ -1541,7 +1668,11 @@ async fn stored_tree(s: &S, run: &str) -> (serde_json::Value, Vec<serde_json::Va
     while let Some(parent) = stack.pop() {
         let page = s
             .reads()
-            .list_spans(run, "inv", parent.as_deref(), 1_000, None)
+            .list_spans(
+                run,
+                "inv",
+                &SpanLevel::after(parent.as_deref(), 1_000, None),
+            )
             .await
             .unwrap();
         for node in page.spans {
