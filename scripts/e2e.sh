@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts the release server on a fresh data directory and a free port, runs the
 # Playwright tests in Debian's Chromium against it, and stops it.
+# Arguments go to Playwright (`scripts/e2e.sh workspace` runs one spec file).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '\033[1m[e2e]\033[0m %s\n' "$*"; }
@@ -42,7 +43,7 @@ say "loading the demo (--small) into it"
   || { cat "$DATA/demo.log"; tail -50 "$DATA/server.log"; exit 1; }
 cd "$ROOT/end2end"
 say "running the Playwright tests in ${CHROMIUM:-/usr/bin/chromium}"
-if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test; then
+if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test "$@"; then
   echo "--- server log ---"; tail -50 "$DATA/server.log"
   echo "--- signed-in server log ---"; tail -30 "$AUTH_DATA/server.log"; exit 1
 fi

@@ -55,6 +55,55 @@ test("scrolling toward the end of a large node reads its next pages, without a c
   expect(reads).toHaveLength(2);
 });
 
+test("a reader jumps to child N of a large node, reads back, and finds children by name", async ({ page }) => {
+  await page.goto(`/traces?run_id=${FAN_RUN}&trace_id=fan&span_id=root`);
+  const tree = page.getByRole("tree");
+  const bar = tree.locator(".jump-row");
+  await expect(bar).toContainText("1–200 of 450");
+  const goTo = bar.getByRole("spinbutton", { name: "Go to child number" });
+  await expect(async () => {
+    await goTo.fill("400");
+    await goTo.press("Enter");
+    await expect(bar).toContainText("400–450 of 450", { timeout: 1000 });
+  }).toPass();
+  // Child 400 is the first row under the bar; the 399 before it wait above.
+  const rows = tree.getByRole("treeitem");
+  await expect(rows.nth(2)).toContainText("load 200 earlier (399 before)");
+  await expect(rows.nth(3)).toContainText("tool call 399");
+  await tree.getByRole("button", { name: /load 200 earlier/ }).click();
+  await expect(bar).toContainText("200–450 of 450");
+  await expect(tree.getByRole("button", { name: "load 199 earlier (199 before)" })).toBeVisible();
+
+  const find = bar.getByRole("searchbox", { name: "Find children by name" });
+  await find.fill("call 44");
+  await find.press("Enter");
+  await expect(bar).toContainText("11 matching “call 44”");
+  await expect(tree.getByRole("treeitem", { name: /tool call 44\d?\b/ })).toHaveCount(11);
+  await expect(tree.getByRole("treeitem", { name: /tool call 0\b/ })).toHaveCount(0);
+  await expectNoA11yViolations(page);
+  await bar.getByRole("button", { name: "show all" }).click();
+  await expect(bar).toContainText("1–200 of 450");
+  await expect(tree.getByRole("treeitem", { name: /tool call 0\b/ })).toBeVisible();
+});
+
+test("a link to child 400 of 450 opens the tree on it", async ({ page, request }) => {
+  const url = `/traces?run_id=${FAN_RUN}&trace_id=fan&span_id=c399`;
+  const html = await (await request.get(url)).text();
+  expect(html).toMatch(/id="node-c399"[^>]*aria-selected="true"/);
+  await page.goto(url);
+  const tree = page.getByRole("tree");
+  const row = tree.getByRole("treeitem", { name: /tool call 399\b/ });
+  await expect(row).toHaveAttribute("aria-selected", "true");
+  await expect(row).toBeInViewport();
+  // The page around it: from child 300, with the 299 before it a click away
+  // (scrolled again until hydrated: hydration opens the tree on the linked row).
+  await expect(async () => {
+    await tree.evaluate((el) => el.scrollTo(0, 0));
+    await expect(tree.locator(".jump-row")).toContainText("300–450 of 450", { timeout: 500 });
+  }).toPass();
+  await expect(tree.getByRole("button", { name: "load 200 earlier (299 before)" })).toBeVisible();
+});
+
 test("a deep link server-renders and reopens a span five levels deep", async ({ page, request }) => {
   const url = `/traces?run_id=${RUN}&trace_id=deep&span_id=lvl5`;
   // The selection is in the server's HTML, before any script runs.

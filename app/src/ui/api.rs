@@ -219,10 +219,43 @@ pub async fn span_page(
     cursor: Option<String>,
     limit: usize,
 ) -> Result<SpanPage, ApiError> {
-    let query = query_string(&[("parent_span_id", parent), ("cursor", cursor)]);
+    let level = Level {
+        parent,
+        cursor,
+        limit,
+        ..Level::default()
+    };
+    span_level(run_id, trace_id, level).await
+}
+
+/// Which page of a level of the span tree to read (`GET …/spans`): where it starts
+/// (`cursor`, `from` or `around`, at most one) and which children (`name`).
+#[derive(Clone, Debug, Default)]
+pub struct Level {
+    pub parent: Option<String>,
+    pub cursor: Option<String>,
+    pub from: Option<i64>,
+    pub around: Option<String>,
+    pub name: Option<String>,
+    pub limit: usize,
+}
+
+pub async fn span_level(
+    run_id: String,
+    trace_id: String,
+    level: Level,
+) -> Result<SpanPage, ApiError> {
+    let query = query_string(&[
+        ("parent_span_id", level.parent),
+        ("cursor", level.cursor),
+        ("from", level.from.map(|n| n.to_string())),
+        ("around", level.around),
+        ("name", level.name),
+    ]);
     get(format!(
-        "{}?limit={limit}&{query}",
-        path(SPANS, &[&run_id, &trace_id])
+        "{}?limit={}&{query}",
+        path(SPANS, &[&run_id, &trace_id]),
+        level.limit.max(1)
     ))
     .await
 }

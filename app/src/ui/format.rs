@@ -28,6 +28,22 @@ pub fn dropped(n: i64) -> String {
     }
 }
 
+/// A count with thousands separated: 100,000.
+pub fn count(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    if n < 0 {
+        out.push('-');
+    }
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Why a trace can be missing spans, for the count's tooltip.
 pub const DROPPED_TITLE: &str =
     "the SDK dropped these spans because its queue was full; the tree is incomplete";
@@ -133,6 +149,16 @@ pub fn now_us() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_group_their_thousands() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1_000), "1,000");
+        assert_eq!(count(100_000), "100,000");
+        assert_eq!(count(-1_234_567), "-1,234,567");
+        assert_eq!(count(i64::MIN), "-9,223,372,036,854,775,808");
+    }
 
     #[test]
     fn durations_and_dates_read_well() {

@@ -93,12 +93,9 @@ pub(super) fn reduce(key: Key, nav: &Nav<'_>) -> Option<Step> {
             let open = nav.tree.is_expanded(id);
             match key {
                 Key::Right if !open && nav.tree.has_children(id) => Step::Expand(id.into()),
-                // To the first child, once it has loaded.
-                Key::Right if open => match rows.get(row + 1) {
-                    Some(Row::Node { id, depth: d }) if *d == depth + 1 => Step::Focus {
-                        id: id.clone(),
-                        row: row + 1,
-                    },
+                // To the first child, once it has loaded (past a large node's jump row).
+                Key::Right if open => match spans().find(|&(r, ..)| r > row) {
+                    Some(child @ (_, _, d)) if d == depth + 1 => focus(child),
                     _ => Step::Stay,
                 },
                 Key::Left if open => Step::Collapse(id.into()),

@@ -5,33 +5,43 @@
 use std::collections::HashSet;
 
 use leptos::prelude::*;
-use treeline_wire::SpanNode;
+use treeline_wire::{SpanNode, SpanPage};
 
-use super::model::{Seed, Tree};
-use crate::ui::api::{self, ApiError};
+use super::model::{Lens, Level, Seed, Tree};
+use crate::ui::api::{self, ApiError, SPAN_PAGE};
 
-/// Reads walked to find a deep-linked span among a node's children.
-const MAX_PAGES: usize = 60;
-
-/// Reads `parent`'s children until `want` is among them (or there are no more).
-async fn page_until(
+/// Reads the page of `parent`'s children that holds `want`, wherever it is among
+/// them (the 90,000th of 100,000 included), or the first page.
+async fn page_with(
     run: &str,
     trace: &str,
     parent: Option<&str>,
     want: Option<&str>,
-) -> Result<(Vec<SpanNode>, Option<String>), ApiError> {
-    let mut nodes = Vec::new();
-    let mut cursor = None;
-    for _ in 0..MAX_PAGES {
-        let page = api::spans(run.into(), trace.into(), parent.map(str::to_string), cursor).await?;
-        nodes.extend(page.spans);
-        cursor = page.next_cursor;
-        let found = want.is_none_or(|w| nodes.iter().any(|n| n.span_id == w));
-        if found || cursor.is_none() {
-            break;
-        }
+) -> Result<Level, ApiError> {
+    let ask = |around: Option<&str>| api::Level {
+        parent: parent.map(str::to_string),
+        around: around.map(str::to_string),
+        limit: SPAN_PAGE,
+        ..api::Level::default()
+    };
+    let page = match want {
+        // A child that is not there (yet) still leaves the first page to show.
+        Some(w) => match api::span_level(run.into(), trace.into(), ask(Some(w))).await {
+            Ok(page) => page,
+            Err(_) => api::span_level(run.into(), trace.into(), ask(None)).await?,
+        },
+        None => api::span_level(run.into(), trace.into(), ask(None)).await?,
+    };
+    Ok(level(parent.unwrap_or(""), page))
+}
+
+fn level(parent: &str, page: SpanPage) -> Level {
+    Level {
+        parent: parent.to_string(),
+        from: page.from.unwrap_or(0),
+        nodes: page.spans,
+        cursor: page.next_cursor,
     }
-    Ok((nodes, cursor))
 }
 
 /// The one root of a trace, when it is the only one and has children.
@@ -59,21 +69,17 @@ pub(crate) async fn load_seed(
                 },
                 None => Vec::new(),
             };
-            let mut levels = Vec::new();
             let first = path.first().map(String::as_str).or(span.as_deref());
-            let (roots, cursor) = page_until(&run, &trace_id, None, first).await?;
-            levels.push((String::new(), roots, cursor));
+            let mut levels = vec![page_with(&run, &trace_id, None, first).await?];
             for (i, parent) in path.iter().enumerate() {
                 let want = path.get(i + 1).map(String::as_str).or(span.as_deref());
-                let (nodes, cursor) = page_until(&run, &trace_id, Some(parent), want).await?;
-                levels.push((parent.clone(), nodes, cursor));
+                levels.push(page_with(&run, &trace_id, Some(parent), want).await?);
             }
             let mut open = path;
             // A trace opened at its root shows the root's children too.
             if open.is_empty() {
-                if let Some(root) = single_parent(&levels[0].1) {
-                    let (nodes, cursor) = page_until(&run, &trace_id, Some(&root), None).await?;
-                    levels.push((root.clone(), nodes, cursor));
+                if let Some(root) = single_parent(&levels[0].nodes) {
+                    levels.push(page_with(&run, &trace_id, Some(&root), None).await?);
                     open.push(root);
                 }
             }
@@ -131,20 +137,84 @@ impl Loader {
 
     /// Reads the next page of `parent`'s children (the roots for "").
     pub(super) fn more(self, parent: String) {
-        let (cursor, first) = self
-            .tree
-            .with_untracked(|t| (t.next_cursor(&parent), !t.is_loaded(&parent)));
-        // A page already on its way: a second read would add its children twice.
-        if (!first && cursor.is_none()) || self.tree.with_untracked(|t| t.is_loading(&parent)) {
+        let (cursor, first, lens) = self.tree.with_untracked(|t| {
+            (
+                t.next_cursor(&parent),
+                !t.is_loaded(&parent),
+                t.lens(&parent),
+            )
+        });
+        if !first && cursor.is_none() {
+            return;
+        }
+        let ask = api::Level {
+            cursor,
+            name: lens.name,
+            limit: SPAN_PAGE,
+            ..api::Level::default()
+        };
+        self.read(parent, ask, |t, parent, page| {
+            t.add_page(parent, page.spans, page.next_cursor);
+        });
+    }
+
+    /// Shows `parent`'s children as `lens` says: from a place on ("go to child
+    /// N"), or only those whose name holds some letters.
+    pub(super) fn jump(self, parent: String, lens: Lens) {
+        let ask = api::Level {
+            from: Some(lens.from),
+            name: lens.name.clone(),
+            limit: SPAN_PAGE,
+            ..api::Level::default()
+        };
+        self.read(parent, ask, move |t, parent, page| {
+            let lens = Lens {
+                from: page.from.unwrap_or(lens.from),
+                name: lens.name.clone(),
+            };
+            t.replace_children(parent, page.spans, page.next_cursor, lens);
+        });
+    }
+
+    /// Reads the page before the first loaded child of `parent`.
+    pub(super) fn earlier(self, parent: String) {
+        let lens = self.tree.with_untracked(|t| t.lens(&parent));
+        let from = lens.from.saturating_sub(SPAN_PAGE as i64).max(0);
+        let ask = api::Level {
+            from: Some(from),
+            name: lens.name,
+            limit: usize::try_from(lens.from - from).unwrap_or(0),
+            ..api::Level::default()
+        };
+        if ask.limit > 0 {
+            self.read(parent, ask, |t, parent, page| {
+                t.add_earlier(parent, page.spans)
+            });
+        }
+    }
+
+    /// Reads one page of `parent`'s children as `ask` says (its parent set here)
+    /// and hands it to `apply`; one read per node at a time, since a second would
+    /// add its children twice.
+    fn read(
+        self,
+        parent: String,
+        mut ask: api::Level,
+        apply: impl FnOnce(&mut Tree, &str, SpanPage) + 'static,
+    ) {
+        if self.tree.with_untracked(|t| t.is_loading(&parent)) {
             return;
         }
         let (run, trace) = self.ids.get_value();
         let tree = self.tree;
         tree.update(|t| t.set_loading(&parent, true));
+        ask.parent = (!parent.is_empty()).then(|| parent.clone());
         leptos::task::spawn_local(async move {
-            let parent_arg = (!parent.is_empty()).then(|| parent.clone());
-            match api::spans(run, trace, parent_arg, cursor).await {
-                Ok(page) => tree.update(|t| t.add_page(&parent, page.spans, page.next_cursor)),
+            match api::span_level(run, trace, ask).await {
+                Ok(page) => tree.update(|t| {
+                    t.set_loading(&parent, false);
+                    apply(t, &parent, page);
+                }),
                 Err(e) => {
                     leptos::logging::warn!("children of {parent} failed: {}", e.message);
                     tree.update(|t| t.set_loading(&parent, false));
@@ -182,8 +252,12 @@ async fn open_path(tree: RwSignal<Tree>, run: String, trace: String, span: Strin
             continue;
         }
         let arg = (!parent.is_empty()).then_some(parent.as_str());
-        if let Ok((nodes, cursor)) = page_until(&run, &trace, arg, Some(want)).await {
-            tree.update(|t| t.replace_children(parent, nodes, cursor));
+        if let Ok(level) = page_with(&run, &trace, arg, Some(want)).await {
+            let lens = Lens {
+                from: level.from,
+                name: None,
+            };
+            tree.update(|t| t.replace_children(parent, level.nodes, level.cursor, lens));
         }
     }
     tree.update(|t| t.expand_all(&detail.path));

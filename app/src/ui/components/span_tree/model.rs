@@ -5,7 +5,11 @@ use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
+use treeline_wire::limits::SPAN_PAGE;
 use treeline_wire::{SpanNode, TraceSummary};
+
+/// Children past which a node offers a jump bar (more than one page).
+const JUMP_PAST: i64 = SPAN_PAGE as i64;
 
 /// What the tree starts from: the trace, its roots, and the children of each node
 /// on the path to a deep-linked span. Built on the server and handed to hydration.
@@ -13,10 +17,29 @@ use treeline_wire::{SpanNode, TraceSummary};
 pub(crate) struct Seed {
     pub run_id: String,
     pub trace: TraceSummary,
-    /// (parent, children, next cursor); the roots under "".
-    pub levels: Vec<(String, Vec<SpanNode>, Option<String>)>,
+    /// The roots (under "") and the children of each node on the path.
+    pub levels: Vec<Level>,
     /// The nodes to open: the path down to the deep-linked span.
     pub open: Vec<String>,
+}
+
+/// One read of a node's children.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Level {
+    pub parent: String,
+    pub nodes: Vec<SpanNode>,
+    pub cursor: Option<String>,
+    /// The first node's place among the children.
+    pub from: i64,
+}
+
+/// Which of a node's children are loaded: those from a place on, and, when `name`
+/// is given, only those whose name holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Lens {
+    /// The first loaded child's place among those listed, counted from 0.
+    pub from: i64,
+    pub name: Option<String>,
 }
 
 /// The loaded part of the tree.
@@ -25,6 +48,8 @@ pub(super) struct Tree {
     nodes: HashMap<String, SpanNode>,
     children: HashMap<String, Vec<String>>,
     cursors: HashMap<String, Option<String>>,
+    /// Nodes whose loaded children start past the first or are filtered by name.
+    lenses: HashMap<String, Lens>,
     expanded: HashSet<String>,
     loading: HashSet<String>,
 }
@@ -42,7 +67,22 @@ pub(super) enum Row {
     More {
         parent: String,
         depth: usize,
-        remaining: i64,
+        /// Unknown when the children are filtered by name.
+        remaining: Option<i64>,
+    },
+    /// A large node's jump bar, above its children: which are loaded, "go to
+    /// child N" and "find by name".
+    Jump {
+        parent: String,
+        depth: usize,
+        lens: Lens,
+        loaded: usize,
+    },
+    /// Above children loaded from a place past the first: how many come before.
+    Earlier {
+        parent: String,
+        depth: usize,
+        before: i64,
     },
     Loading {
         depth: usize,
@@ -52,8 +92,17 @@ pub(super) enum Row {
 impl Tree {
     pub(super) fn from_seed(seed: &Seed) -> Tree {
         let mut tree = Tree::default();
-        for (parent, nodes, cursor) in &seed.levels {
-            tree.add_page(parent, nodes.clone(), cursor.clone());
+        for level in &seed.levels {
+            let lens = Lens {
+                from: level.from,
+                name: None,
+            };
+            tree.replace_children(
+                &level.parent,
+                level.nodes.clone(),
+                level.cursor.clone(),
+                lens,
+            );
         }
         tree.expanded.extend(seed.open.iter().cloned());
         tree
@@ -71,15 +120,53 @@ impl Tree {
         self.loading.remove(parent);
     }
 
-    /// Drops what was loaded under `parent` for a read that found a particular child.
+    /// Drops what was loaded under `parent` for a read from elsewhere in its
+    /// children (a jump, a search by name, the page around a deep-linked child).
     pub(super) fn replace_children(
         &mut self,
         parent: &str,
         nodes: Vec<SpanNode>,
         cursor: Option<String>,
+        lens: Lens,
     ) {
-        self.children.remove(parent);
+        self.drop_children(parent);
+        if lens == Lens::default() {
+            self.lenses.remove(parent);
+        } else {
+            self.lenses.insert(parent.to_string(), lens);
+        }
         self.add_page(parent, nodes, cursor);
+    }
+
+    /// Forgets `parent`'s loaded children, so a later read lists them afresh (a
+    /// known span is otherwise never listed twice).
+    fn drop_children(&mut self, parent: &str) {
+        for id in self.children.remove(parent).unwrap_or_default() {
+            self.nodes.remove(&id);
+        }
+    }
+
+    /// Puts the page before the first loaded child of `parent` in front of it.
+    pub(super) fn add_earlier(&mut self, parent: &str, nodes: Vec<SpanNode>) {
+        self.loading.remove(parent);
+        let list = self.children.entry(parent.to_string()).or_default();
+        let fresh: Vec<String> = nodes
+            .iter()
+            .map(|n| n.span_id.clone())
+            .filter(|id| !self.nodes.contains_key(id))
+            .collect();
+        let lens = self.lenses.entry(parent.to_string()).or_default();
+        lens.from = (lens.from - nodes.len() as i64).max(0);
+        if *lens == Lens::default() {
+            self.lenses.remove(parent);
+        }
+        list.splice(0..0, fresh);
+        self.absorb(nodes);
+    }
+
+    /// Which of `parent`'s children are loaded.
+    pub(super) fn lens(&self, parent: &str) -> Lens {
+        self.lenses.get(parent).cloned().unwrap_or_default()
     }
 
     /// Takes a fresh read of the first children of `parent` (as many as were loaded,
@@ -110,17 +197,28 @@ impl Tree {
         }
     }
 
-    /// The parents whose children are on screen (the roots and open nodes), with how
-    /// many children each has loaded. Collapsed nodes forget theirs, to be read
+    /// The parents whose children are on screen (the roots and open nodes) and
+    /// loaded from the first, with how many each has loaded; a node jumped into or
+    /// searched keeps what it shows. Collapsed nodes forget theirs, to be read
     /// afresh when opened.
     pub(super) fn visible_parents(&mut self) -> Vec<(String, usize)> {
-        let expanded = &self.expanded;
-        self.children
-            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
-        self.cursors
-            .retain(|parent, _| parent.is_empty() || expanded.contains(parent));
+        let expanded = std::mem::take(&mut self.expanded);
+        let shown = |parent: &String| parent.is_empty() || expanded.contains(parent);
+        let hidden: Vec<String> = self
+            .children
+            .keys()
+            .filter(|p| !shown(p))
+            .cloned()
+            .collect();
+        for parent in hidden {
+            self.drop_children(&parent);
+        }
+        self.cursors.retain(|parent, _| shown(parent));
+        self.lenses.retain(|parent, _| shown(parent));
+        self.expanded = expanded;
         self.children
             .iter()
+            .filter(|(parent, _)| !self.lenses.contains_key(*parent))
             .map(|(parent, ids)| (parent.clone(), ids.len()))
             .collect()
     }
@@ -193,6 +291,8 @@ impl Tree {
             .map(|(row, i)| {
                 let node = match row {
                     Row::Node { id, .. } => self.node(id).cloned(),
+                    // The jump bar shows its node's child count.
+                    Row::Jump { parent, .. } => self.node(parent).cloned(),
                     _ => None,
                 };
                 (i, row.clone(), node)
@@ -204,6 +304,23 @@ impl Tree {
         let Some(ids) = self.children.get(parent) else {
             return;
         };
+        let lens = self.lens(parent);
+        let total = self.nodes.get(parent).map_or(0, |n| n.child_count);
+        if !parent.is_empty() && (total > JUMP_PAST || lens != Lens::default()) {
+            rows.push(Row::Jump {
+                parent: parent.to_string(),
+                depth,
+                lens: lens.clone(),
+                loaded: ids.len(),
+            });
+        }
+        if lens.from > 0 {
+            rows.push(Row::Earlier {
+                parent: parent.to_string(),
+                depth,
+                before: lens.from,
+            });
+        }
         for id in ids {
             rows.push(Row::Node {
                 id: id.clone(),
@@ -219,8 +336,10 @@ impl Tree {
             }
         }
         if self.cursors.get(parent).is_some_and(Option::is_some) {
-            let total = self.nodes.get(parent).map_or(0, |n| n.child_count);
-            let remaining = (total - ids.len() as i64).max(0);
+            let remaining = lens
+                .name
+                .is_none()
+                .then(|| (total - lens.from - ids.len() as i64).max(0));
             rows.push(Row::More {
                 parent: parent.to_string(),
                 depth,
@@ -276,13 +395,15 @@ mod tests {
         );
         tree.expanded.insert("root".into());
         let rows = tree.rows();
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 5);
+        // More than a page of children: a jump bar above them.
+        assert!(matches!(&rows[1], Row::Jump { parent, loaded: 2, .. } if parent == "root"));
         assert_eq!(
-            rows[3],
+            rows[4],
             Row::More {
                 parent: "root".into(),
                 depth: 1,
-                remaining: 498
+                remaining: Some(498)
             }
         );
     }
@@ -351,5 +472,95 @@ mod tests {
         parents.sort();
         assert_eq!(parents, [(String::new(), 1), ("root".to_string(), 4)]);
         assert!(!tree.children.contains_key("a"));
+        tree.add_page("a", vec![node("a1", 0)], None);
+        assert_eq!(ids(&tree, "a"), ["a1"]);
+    }
+
+    #[test]
+    fn a_jump_shows_children_from_a_place_and_earlier_pages_go_in_front() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 1_000)], None);
+        tree.expanded.insert("root".into());
+        let at = |from| Lens { from, name: None };
+        tree.replace_children(
+            "root",
+            vec![node("c500", 0), node("c501", 0)],
+            Some("next".into()),
+            at(500),
+        );
+        let rows = tree.rows();
+        assert_eq!(
+            rows[2],
+            Row::Earlier {
+                parent: "root".into(),
+                depth: 1,
+                before: 500
+            }
+        );
+        assert_eq!(
+            rows[3],
+            Row::Node {
+                id: "c500".into(),
+                depth: 1
+            }
+        );
+        assert!(matches!(
+            rows[5],
+            Row::More {
+                remaining: Some(498),
+                ..
+            }
+        ));
+        // A jumped-into node is not refreshed from its first child.
+        assert_eq!(tree.visible_parents(), [(String::new(), 1)]);
+
+        tree.add_earlier("root", vec![node("c498", 0), node("c499", 0)]);
+        assert_eq!(ids(&tree, "root"), ["c498", "c499", "c500", "c501"]);
+        assert_eq!(tree.lens("root"), at(498));
+
+        // Back to the start: the lens goes, and with it the "earlier" row; spans
+        // seen before are listed again.
+        for _ in 0..2 {
+            let first = vec![node("c0", 0), node("c1", 0)];
+            tree.replace_children("root", first, Some("next".into()), Lens::default());
+        }
+        assert_eq!(ids(&tree, "root"), ["c0", "c1"]);
+        assert!(!tree.rows().iter().any(|r| matches!(r, Row::Earlier { .. })));
+        assert_eq!(tree.visible_parents().len(), 2);
+    }
+
+    #[test]
+    fn children_found_by_name_have_no_count_left_and_keep_their_bar() {
+        let mut tree = Tree::default();
+        tree.add_page("", vec![node("root", 3)], None);
+        tree.expanded.insert("root".into());
+        let lens = Lens {
+            from: 0,
+            name: Some("tool".into()),
+        };
+        tree.replace_children(
+            "root",
+            vec![node("tool-1", 0)],
+            Some("next".into()),
+            lens.clone(),
+        );
+        let rows = tree.rows();
+        // Three children would not earn a bar, but a search keeps it, to be cleared.
+        assert_eq!(
+            rows[1],
+            Row::Jump {
+                parent: "root".into(),
+                depth: 1,
+                lens,
+                loaded: 1
+            }
+        );
+        assert!(matches!(
+            rows[3],
+            Row::More {
+                remaining: None,
+                ..
+            }
+        ));
     }
 }

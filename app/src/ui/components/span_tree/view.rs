@@ -80,6 +80,8 @@ fn TreeView(
         on_toggle: toggle,
         on_select: select,
         on_more: Callback::new(move |parent: String| loader.more(parent)),
+        on_earlier: Callback::new(move |parent: String| loader.earlier(parent)),
+        on_jump: Callback::new(move |(parent, lens)| loader.jump(parent, lens)),
     };
     let on_key = move |ev: leptos::ev::KeyboardEvent| {
         let key = Key::from_dom(&ev.key());
