@@ -1,9 +1,11 @@
 //! `treeline bench huge-trace`: one trace of a million spans, read as the workspace
 //! reads it. Its root holds a node of 100,000 children, 900 agents of 999 tool
 //! calls each, and a chain 50 levels deep. Timed through the whole app in-process:
-//! pages of the wide node's children (the first, and the last reached by cursor),
-//! a page of an agent's, and the server-rendered page of a deep link to the span
-//! at the bottom of the chain.
+//! pages of the wide node's children (the first, the last reached by cursor, one
+//! jumped to near the end, the page around its last child, and those found by a
+//! few letters of their name), a page of an agent's, and the server-rendered pages
+//! of deep links to the span at the bottom of the chain and to a child 90 % of the
+//! way along the wide node.
 
 use serde_json::{json, Value};
 use treeline_wire::SpanPage;
@@ -161,10 +163,45 @@ pub async fn huge(args: HugeArgs) -> Outcome {
             "{deep}: the page does not show {shown}"
         )));
     }
+    // So is the link into the wide node: its page shows the child it names.
+    let far = args.wide * 9 / 10;
+    let into_wide = format!("/traces?run_id={RUN}&trace_id={TRACE}&span_id=w{far}");
+    let page = get_body(&app, &into_wide).await?;
+    if !String::from_utf8_lossy(&page).contains(&format!(">call {far}<")) {
+        return Err(Failure::msg(format!(
+            "{into_wide}: the page does not show call {far}"
+        )));
+    }
+    let wide = args.wide;
     let cases = [
         (
-            format!("children, the first 200 of {}", args.wide),
+            format!("children, the first 200 of {wide}"),
             format!("{spans}?parent_span_id=wide&limit=200"),
+        ),
+        (
+            format!(
+                "children, 200 from place {} (go to #)",
+                wide.saturating_sub(200)
+            ),
+            format!(
+                "{spans}?parent_span_id=wide&limit=200&from={}",
+                wide.saturating_sub(200)
+            ),
+        ),
+        (
+            format!("children, 200 around the last of {wide}"),
+            format!(
+                "{spans}?parent_span_id=wide&limit=200&around=w{}",
+                wide.saturating_sub(1)
+            ),
+        ),
+        (
+            format!("children named \"call 9999\" (all {wide} read)"),
+            format!("{spans}?parent_span_id=wide&limit=200&name=call%209999"),
+        ),
+        (
+            format!("children named \"none\" (no match, all {wide} read)"),
+            format!("{spans}?parent_span_id=wide&limit=200&name=none"),
         ),
         (
             format!("children, the last page of {} (by cursor)", args.wide),
@@ -178,6 +215,10 @@ pub async fn huge(args: HugeArgs) -> Outcome {
         (
             format!("a deep link {DEPTH} levels down, server-rendered"),
             deep,
+        ),
+        (
+            format!("a deep link to child {far} of {wide}, server-rendered"),
+            into_wide,
         ),
     ];
     println!("{:<48} {:>9} {:>9}", "request", "p50 ms", "p95 ms");

@@ -192,33 +192,92 @@ impl<DB: Dialect> Reader<DB> {
         q
     }
 
-    /// How many of the level's spans come before `span_id`; `None` when it is not
-    /// among them.
-    async fn listed_before(
+    /// Where `span_id` sits in the level: its cursor, and how many of the level's
+    /// spans come before it; `None` when it is not among them.
+    async fn listed_place(
         &self,
         run_id: &str,
         trace_id: &str,
         level: &SpanLevel<'_>,
         span_id: &str,
-    ) -> StoreResult<Option<i64>> {
+    ) -> StoreResult<Option<(Cursor, i64)>> {
         let mut q = Self::level("s.ordinal, s.start_us", run_id, trace_id, level);
         q.push(" AND s.span_id = ").bind(span_id);
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };
-        let (ordinal, start) = (row.req_int("ordinal")?, row.req_int("start_us")?);
+        let key = Cursor {
+            value: row.req_int("start_us")?,
+            a: span_id.to_string(),
+            b: String::new(),
+            number: None,
+            lead: Some(row.req_int("ordinal")?),
+        };
         let mut q = Self::level("COUNT(*) AS before", run_id, trace_id, level);
         q.push(" AND (s.ordinal, s.start_us, s.span_id) < (")
-            .bind(ordinal)
+            .bind(key.lead.unwrap_or(0))
             .push(", ")
-            .bind(start)
+            .bind(key.value)
             .push(", ")
             .bind(span_id)
             .push(")");
-        match self.row(q).await? {
-            Some(row) => Ok(Some(row.req_int("before")?)),
-            None => Ok(Some(0)),
-        }
+        let before = match self.row(q).await? {
+            Some(row) => row.req_int("before")?,
+            None => 0,
+        };
+        Ok(Some((key, before)))
+    }
+
+    /// The page of a level around `span_id`: up to half a page before it, read
+    /// backwards from it, then the rest from it on; two index walks of a page each,
+    /// however far along the level it sits (only the count of those before it
+    /// walks that far).
+    async fn spans_around(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        level: &SpanLevel<'_>,
+        span_id: &str,
+    ) -> StoreResult<SpanPage> {
+        let (key, before) = self
+            .listed_place(run_id, trace_id, level, span_id)
+            .await?
+            .ok_or_else(|| StoreError::NotListed {
+                span_id: span_id.to_string(),
+            })?;
+        let half = level.limit / 2;
+        // One more than half: the nearest tells where the rest starts, when half is 0.
+        let q = Self::level(SPAN_NODE_COLUMNS, run_id, trace_id, level);
+        let (nearest_first, _) = self
+            .page(
+                q,
+                sibling_order(true),
+                (Some(&key), half + 1),
+                rows::span_node,
+                sibling_cursor,
+            )
+            .await?;
+        let rest_after = nearest_first.first().map(sibling_cursor);
+        let mut spans: Vec<_> = nearest_first.into_iter().take(half).collect();
+        spans.reverse();
+        let q = Self::level(SPAN_NODE_COLUMNS, run_id, trace_id, level);
+        let rest = (rest_after.as_ref(), level.limit - spans.len());
+        let (tail, next_cursor) = self
+            .page(
+                q,
+                sibling_order(false),
+                rest,
+                rows::span_node,
+                sibling_cursor,
+            )
+            .await?;
+        let from = before - spans.len() as i64;
+        spans.extend(tail);
+        Ok(SpanPage {
+            spans,
+            next_cursor,
+            from: Some(from.max(0)),
+        })
     }
 
     /// One page of `q` in `order`: the rows past `cursor`, and the cursor of the
@@ -460,33 +519,13 @@ impl<DB: Dialect> Reads for Reader<DB> {
             LevelStart::After(cursor) => (cursor, None),
             LevelStart::At(place) => (None, Some(place.max(0))),
             LevelStart::Around(span_id) => {
-                let before = self
-                    .listed_before(run_id, trace_id, level, span_id)
-                    .await?
-                    .ok_or_else(|| StoreError::NotListed {
-                        span_id: span_id.to_string(),
-                    })?;
-                let half = i64::try_from(level.limit / 2).unwrap_or(0);
-                (None, Some(before.saturating_sub(half).max(0)))
+                return self.spans_around(run_id, trace_id, level, span_id).await
             }
         };
         let q = Self::level(SPAN_NODE_COLUMNS, run_id, trace_id, level);
-        // Creation order; spans without one (ordinal 0) fall back to start order.
-        let order = Keyset {
-            columns: &["s.ordinal", "s.start_us", "s.span_id"],
-            descending: false,
-            tail: false,
-            lead: true,
-        };
         let at = (cursor, level.limit, from.unwrap_or(0));
         let (spans, next_cursor) = self
-            .page_at(q, order, at, rows::span_node, |s| Cursor {
-                value: s.start_us,
-                a: s.span_id.clone(),
-                b: String::new(),
-                number: None,
-                lead: Some(s.ordinal),
-            })
+            .page_at(q, sibling_order(false), at, rows::span_node, sibling_cursor)
             .await?;
         Ok(SpanPage {
             spans,
@@ -704,6 +743,26 @@ impl<DB: Dialect> Reads for Reader<DB> {
 }
 
 /// The LIMIT of a page query: one row past the page, to know whether more follow.
+/// Sibling order: creation order, and spans without one (ordinal 0) by start.
+fn sibling_order(descending: bool) -> Keyset<'static> {
+    Keyset {
+        columns: &["s.ordinal", "s.start_us", "s.span_id"],
+        descending,
+        tail: false,
+        lead: true,
+    }
+}
+
+fn sibling_cursor(s: &treeline_wire::SpanNode) -> Cursor {
+    Cursor {
+        value: s.start_us,
+        a: s.span_id.clone(),
+        b: String::new(),
+        number: None,
+        lead: Some(s.ordinal),
+    }
+}
+
 fn page_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1)
 }
