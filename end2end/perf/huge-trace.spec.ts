@@ -7,7 +7,7 @@ const TRACE = "/traces?run_id=bench-huge&trace_id=huge-trace-1m";
 const ROW = 26; // px, as the tree draws its rows
 const SCROLL_ROWS = 10_000;
 
-test("a million-span trace in the browser: open, expand the 100,000-child node, scroll 10,000 rows", async ({ page }) => {
+test("a million-span trace in the browser: open, expand the 100,000-child node, scroll 10,000 rows, jump", async ({ page }) => {
   const tree = page.getByRole("tree");
   let started = Date.now();
   await page.goto(TRACE, { waitUntil: "commit" });
@@ -76,10 +76,28 @@ test("a million-span trace in the browser: open, expand the 100,000-child node, 
   await expect(tree.getByRole("treeitem", { name: /call 10\d\d\d\b/ }).first()).toBeVisible();
   const up = await scroll(-20);
   expect(up.rows).toBeGreaterThanOrEqual(SCROLL_ROWS - 1);
+  // Jump within the node: to child 90,000, then to the children whose name holds
+  // "call 9999" (11 of 100,000), each timed from Enter to the rows on screen.
+  await tree.evaluate((el) => el.scrollTo(0, 0));
+  // The fan-out node's bar (the root, with 902 children, has one too).
+  const bar = tree.locator('.jump-row[aria-level="3"]');
+  const goTo = bar.getByRole("spinbutton", { name: "Go to child number" });
+  await goTo.fill("90000");
+  started = Date.now();
+  await goTo.press("Enter");
+  await expect(tree.getByRole("treeitem", { name: /call 89999\b/ })).toBeVisible();
+  const jumped = Date.now() - started;
+  const find = bar.getByRole("searchbox", { name: "Find children by name" });
+  await find.fill("call 9999");
+  started = Date.now();
+  await find.press("Enter");
+  await expect(bar).toContainText("11 matching");
+  const found = Date.now() - started;
   const heap = await page.evaluate(() => (performance as unknown as { memory?: { usedJSHeapSize: number } }).memory?.usedJSHeapSize ?? 0);
   console.log(
     `huge trace: first rows in ${firstRows} ms; the 100,000-child node's first rows ${expanded} ms after the click; ` +
       `scrolled down ${figures(down)}; back up ${figures(up)}; idle ${figures(idle)}; ` +
+      `to child 90,000 in ${jumped} ms; 11 children of 100,000 found by name in ${found} ms; ` +
       `JS heap ${(heap / 1048576).toFixed(0)} MB`,
   );
 });
