@@ -53,7 +53,8 @@ enum BenchCommand {
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
     /// Latency (p50/p95) of reading a million-span trace: pages of a 100,000-child
-    /// node and the server-rendered deep link to a span 50 levels down.
+    /// node (first, last, jumped to, around a child, found by name) and the
+    /// server-rendered deep links to a span 50 levels down and into the large node
     HugeTrace(crate::bench::HugeArgs),
     /// SDK-shaped writers and dashboard readers against real server processes,
     /// optionally killed mid-soak or several on one PostgreSQL database; then

@@ -83,10 +83,11 @@ def workload(run, traces, capture):
                         s.set_output({"action": j & 1, "p": 0.5})
 
 
-def measure(url, traces, capture, profile, compression="auto", proc=None):
+def measure(url, traces, capture, profile, compression="auto", proc=None, max_inflight=4):
     spool = tempfile.mkdtemp(prefix="treeline-bench-spool-")
     run = tl.init("bench", name="delivery %s" % capture, url=url, spool_dir=spool,
-                  finish_on_exit=False, compression=compression)
+                  finish_on_exit=False, compression=compression,
+                  max_inflight=max_inflight)
     workload(run, 20, capture)  # warm up: connection, imports, the run's PUT
     run.flush()
     prof = cProfile.Profile() if profile else None
@@ -133,6 +134,8 @@ def main():
     parser.add_argument("--compression", default="auto",
                         choices=("auto", "zstd", "gzip", "none"))
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--max-inflight", type=int, default=4,
+                        help="span-event requests in flight (the SDK's default: 4)")
     args = parser.parse_args()
     proc = data = None
     url = args.url
@@ -144,7 +147,8 @@ def main():
         print("compression: %s" % (tl.compression() if args.compression == "auto"
                                    else args.compression))
         for capture in (("off", "preview") if args.capture == "both" else (args.capture,)):
-            measure(url, args.traces, capture, args.profile, args.compression, proc)
+            measure(url, args.traces, capture, args.profile, args.compression, proc,
+                    args.max_inflight)
     finally:
         if proc is not None:
             proc.terminate()

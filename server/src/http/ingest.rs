@@ -194,11 +194,12 @@ fn decode_valid_events(bytes: &[u8]) -> Option<(Vec<(usize, SpanEvent)>, BatchRe
     if body.events.len() > MAX_BATCH_ITEMS {
         return None;
     }
-    let all: Vec<_> = body
-        .events
-        .iter()
-        .map(|fields| parse_fields(fields).ok())
-        .collect::<Option<_>>()?;
+    // Sized up front: collecting through `Option` knows no length, and each doubling
+    // of a batch's list moved it whole into freshly zeroed pages.
+    let mut all = Vec::with_capacity(body.events.len());
+    for fields in &body.events {
+        all.push(parse_fields(fields).ok()?);
+    }
     Some(parse_events(all.into_iter().map(Ok)))
 }
 
