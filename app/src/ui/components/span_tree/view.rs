@@ -99,10 +99,22 @@ fn TreeView(
             Step::Stay => {}
         }
     };
-    // A row's key carries its node, so a refresh redraws exactly the rows that changed.
-    let drawn = move || {
+    let drawn = Memo::new(move |_| {
         let range = slice.get();
         rows.with(|all| tree.with(|t| t.drawn(all, range)))
+    });
+    // Row elements are kept and reused: row i is drawn by element i % slots, so a
+    // scroll sets the text of the rows that came into view instead of building them.
+    let slots = viewport.slots();
+    let slot = move |slot: usize| {
+        let item = Memo::new(move |_| {
+            let n = slots.get();
+            drawn.with(|d| {
+                let first = d.first().map_or(0, |(i, ..)| *i);
+                d.get(window::slot_of(slot, n, first)).cloned()
+            })
+        });
+        rows::slot(item, ctx)
     };
 
     let name = seed.trace.name;
@@ -130,7 +142,7 @@ fn TreeView(
             }
         >
             <div style=move || format!("position: relative; height: {}px;", rows.with(Vec::len) as f64 * ROW)>
-                <For each=drawn key=|item| item.clone() children=move |item| rows::draw(item, ctx)/>
+                <For each=move || 0..slots.get() key=|slot| *slot children=slot/>
             </div>
         </div>
     }

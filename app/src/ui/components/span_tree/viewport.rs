@@ -51,6 +51,11 @@ impl Viewport {
         Memo::new(move |_| window::slice(self.top.get(), self.height.get(), len()))
     }
 
+    /// How many row elements the view keeps (see [`window::slots`]).
+    pub(super) fn slots(self) -> Memo<usize> {
+        Memo::new(move |_| window::slots(self.height.get()))
+    }
+
     /// Scrolls so that `row` is in view.
     pub(super) fn keep_in_view(self, row: usize) {
         if let Some(el) = self.el.get_untracked() {

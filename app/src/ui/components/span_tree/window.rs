@@ -16,9 +16,22 @@ const INDENT: usize = 16;
 /// The rows to draw, of `len`, for a view scrolled to `scroll_top` and `height` tall.
 pub(super) fn slice(scroll_top: f64, height: f64, len: usize) -> Range<usize> {
     let first = ((scroll_top / ROW) as usize).saturating_sub(OVERSCAN);
-    let count = (height / ROW) as usize + 2 * OVERSCAN;
-    let end = first.saturating_add(count).min(len);
+    let end = first.saturating_add(slots(height)).min(len);
     first.min(end)..end
+}
+
+/// How many rows a view `height` tall draws at most: the row elements kept, each
+/// showing whichever row of the slice falls to it (see [`slot_of`]).
+pub(super) fn slots(height: f64) -> usize {
+    (height / ROW) as usize + 2 * OVERSCAN
+}
+
+/// Where in a slice starting at row `first` the row drawn by element `slot` of
+/// `slots` is: row `i` falls to element `i % slots`, so a row keeps its element
+/// while it stays in the slice, and a scroll only redraws the rows that came in.
+pub(super) fn slot_of(slot: usize, slots: usize, first: usize) -> usize {
+    let slots = slots.max(1);
+    (slot + slots - first % slots) % slots
 }
 
 /// The scroll that opens the tree on a deep-linked row: a few rows below the top.
@@ -62,6 +75,24 @@ mod tests {
         assert_eq!(slice(ROW * 100.0, 260.0, 95), 88..95);
         assert_eq!(slice(ROW * 100.0, 260.0, 50), 50..50);
         assert_eq!(slice(0.0, 900.0, 0), 0..0);
+    }
+
+    #[test]
+    fn each_row_of_a_slice_falls_to_one_element_and_keeps_it_while_in_view() {
+        let n = slots(260.0);
+        assert_eq!(n, 34);
+        for first in [0, 5, 33, 34, 1_000] {
+            let mut rows: Vec<usize> = (0..n).map(|s| first + slot_of(s, n, first)).collect();
+            // Row i is drawn by element i % n.
+            assert!((0..n).all(|s| (first + slot_of(s, n, first)) % n == s));
+            rows.sort_unstable();
+            assert_eq!(rows, (first..first + n).collect::<Vec<_>>());
+        }
+        // Scrolled by 20 rows, the 14 rows still in view keep their elements.
+        let kept = (0..n)
+            .filter(|&s| slot_of(s, n, 100) + 100 == slot_of(s, n, 120) + 120)
+            .count();
+        assert_eq!(kept, 14);
     }
 
     #[test]
