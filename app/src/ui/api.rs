@@ -219,11 +219,11 @@ pub async fn span_page(
     cursor: Option<String>,
     limit: usize,
 ) -> Result<SpanPage, ApiError> {
-    let level = Level {
+    let level = LevelQuery {
         parent,
         cursor,
         limit,
-        ..Level::default()
+        ..LevelQuery::default()
     };
     span_level(run_id, trace_id, level).await
 }
@@ -231,7 +231,7 @@ pub async fn span_page(
 /// Which page of a level of the span tree to read (`GET …/spans`): where it starts
 /// (`cursor`, `from` or `around`, at most one) and which children (`name`).
 #[derive(Clone, Debug, Default)]
-pub struct Level {
+pub struct LevelQuery {
     pub parent: Option<String>,
     pub cursor: Option<String>,
     pub from: Option<i64>,
@@ -243,7 +243,7 @@ pub struct Level {
 pub async fn span_level(
     run_id: String,
     trace_id: String,
-    level: Level,
+    level: LevelQuery,
 ) -> Result<SpanPage, ApiError> {
     let query = query_string(&[
         ("parent_span_id", level.parent),

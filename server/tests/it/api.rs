@@ -23,6 +23,18 @@ async fn api() -> Api {
     api_with_keys(vec![]).await
 }
 
+/// A server with run r1 and one span, `root` of trace t1.
+async fn api_with_root() -> Api {
+    let api = api().await.with_run().await;
+    api.send(
+        "POST",
+        "/runs/r1/traces/events",
+        json!({"events": [event("open", "t1", "root")]}),
+    )
+    .await;
+    api
+}
+
 tokio::task_local! {
     /// Whether the case at hand runs on PostgreSQL (set by `on_both!`).
     static ON_POSTGRES: bool;
@@ -387,13 +399,7 @@ async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
 }
 
 async fn reads_use_the_404_codes_of_the_contract() {
-    let api = api().await.with_run().await;
-    api.send(
-        "POST",
-        "/runs/r1/traces/events",
-        json!({"events": [event("open", "t1", "root")]}),
-    )
-    .await;
+    let api = api_with_root().await;
     assert_error(
         &api.get("/runs/r1/traces/t2").await,
         StatusCode::NOT_FOUND,
@@ -426,15 +432,8 @@ async fn reads_use_the_404_codes_of_the_contract() {
 }
 
 async fn a_span_page_names_the_parameter_it_cannot_use() {
-    let api = api().await.with_run().await;
-    api.send(
-        "POST",
-        "/runs/r1/traces/events",
-        json!({"events": [event("open", "t1", "root")]}),
-    )
-    .await;
-    let long = "x".repeat(201);
-    let long = format!("name={long}");
+    let api = api_with_root().await;
+    let long = format!("name={}", "x".repeat(201));
     let cases = [
         ("from=-1", "invalid_parameter", "from"),
         ("from=ten", "invalid_parameter", "from"),
@@ -460,13 +459,7 @@ async fn a_span_page_names_the_parameter_it_cannot_use() {
 }
 
 async fn trace_lists_report_their_window_and_limit_search_terms() {
-    let api = api().await.with_run().await;
-    api.send(
-        "POST",
-        "/runs/r1/traces/events",
-        json!({"events": [event("open", "t1", "root")]}),
-    )
-    .await;
+    let api = api_with_root().await;
     let project = api.get("/traces?project=cartpole").await;
     assert_eq!(project.body["traces"].as_array().unwrap().len(), 1);
     assert!(project.body["window"]["since_us"].is_i64());

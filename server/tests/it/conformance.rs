@@ -537,31 +537,31 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
 
 /// A reader jumps to child N, to the page around a child, and to the children
 /// whose name holds a few letters (`big`'s 10,000 children s00000…s09999).
-async fn jumps_within_a_large_level(s: &S) {
-    let level = |start, name, limit| SpanLevel {
+/// One page of `big`'s children of `root`.
+async fn big_page(
+    s: &S,
+    start: LevelStart<'_>,
+    name: Option<&str>,
+    limit: usize,
+) -> Result<SpanPage, StoreError> {
+    let level = SpanLevel {
         parent: Some("root"),
         name,
         start,
         limit,
     };
+    s.reads().list_spans("r1", "big", &level).await
+}
+
+async fn jumps_within_a_large_level(s: &S) {
     let ids =
         |page: &SpanPage| -> Vec<String> { page.spans.iter().map(|n| n.span_id.clone()).collect() };
-    let at = s
-        .reads()
-        .list_spans("r1", "big", &level(LevelStart::At(9_990), None, 5))
-        .await
-        .unwrap();
+    let at = big_page(s, LevelStart::At(9_990), None, 5).await.unwrap();
     assert_eq!(ids(&at), ["s09990", "s09991", "s09992", "s09993", "s09994"]);
     assert_eq!(at.from, Some(9_990));
     // The page's cursor goes on from there.
     let cursor = Cursor::decode(at.next_cursor.as_deref().unwrap()).unwrap();
-    let next = s
-        .reads()
-        .list_spans(
-            "r1",
-            "big",
-            &level(LevelStart::After(Some(&cursor)), None, 100),
-        )
+    let next = big_page(s, LevelStart::After(Some(&cursor)), None, 100)
         .await
         .unwrap();
     assert_eq!(next.spans.len(), 5);
@@ -569,69 +569,40 @@ async fn jumps_within_a_large_level(s: &S) {
         (next.spans[0].span_id.as_str(), next.from),
         ("s09995", None)
     );
-    let past = s
-        .reads()
-        .list_spans("r1", "big", &level(LevelStart::At(20_000), None, 5))
-        .await
-        .unwrap();
+    let past = big_page(s, LevelStart::At(20_000), None, 5).await.unwrap();
     assert!(past.spans.is_empty() && past.next_cursor.is_none());
 
     // Around a child: it sits mid-page, and the page says where it starts.
-    let around = s
-        .reads()
-        .list_spans("r1", "big", &level(LevelStart::Around("s05000"), None, 10))
+    let around = big_page(s, LevelStart::Around("s05000"), None, 10)
         .await
         .unwrap();
     assert_eq!(around.from, Some(4_995));
     assert_eq!(around.spans[5].span_id, "s05000");
-    let first = s
-        .reads()
-        .list_spans("r1", "big", &level(LevelStart::Around("s00002"), None, 10))
+    let first = big_page(s, LevelStart::Around("s00002"), None, 10)
         .await
         .unwrap();
     assert_eq!(
         (first.from, first.spans[2].span_id.as_str()),
         (Some(0), "s00002")
     );
-    let missing = s
-        .reads()
-        .list_spans("r1", "big", &level(LevelStart::Around("root"), None, 10))
-        .await;
+    let missing = big_page(s, LevelStart::Around("root"), None, 10).await;
     assert!(
         matches!(missing, Err(StoreError::NotListed { ref span_id }) if span_id == "root"),
         "a span that is not a child: {missing:?}"
     );
 
     // By name, case ignored, with `%` and `_` taken literally.
-    let named = s
-        .reads()
-        .list_spans(
-            "r1",
-            "big",
-            &level(LevelStart::After(None), Some("S0999"), 4),
-        )
+    let named = big_page(s, LevelStart::After(None), Some("S0999"), 4)
         .await
         .unwrap();
     assert_eq!(ids(&named), ["s09990", "s09991", "s09992", "s09993"]);
     let cursor = Cursor::decode(named.next_cursor.as_deref().unwrap()).unwrap();
-    let rest = s
-        .reads()
-        .list_spans(
-            "r1",
-            "big",
-            &level(LevelStart::After(Some(&cursor)), Some("s0999"), 100),
-        )
+    let rest = big_page(s, LevelStart::After(Some(&cursor)), Some("s0999"), 100)
         .await
         .unwrap();
     assert_eq!(rest.spans.len(), 6);
     assert!(rest.next_cursor.is_none());
-    let within = s
-        .reads()
-        .list_spans(
-            "r1",
-            "big",
-            &level(LevelStart::Around("s09995"), Some("s0999"), 4),
-        )
+    let within = big_page(s, LevelStart::Around("s09995"), Some("s0999"), 4)
         .await
         .unwrap();
     assert_eq!(
@@ -639,13 +610,7 @@ async fn jumps_within_a_large_level(s: &S) {
         (Some(3), "s09995")
     );
     for literal in ["s0%", "s_0001"] {
-        let none = s
-            .reads()
-            .list_spans(
-                "r1",
-                "big",
-                &level(LevelStart::After(None), Some(literal), 10),
-            )
+        let none = big_page(s, LevelStart::After(None), Some(literal), 10)
             .await
             .unwrap();
         assert!(none.spans.is_empty(), "{literal} is matched literally");

@@ -18,11 +18,11 @@ async fn page_with(
     parent: Option<&str>,
     want: Option<&str>,
 ) -> Result<Level, ApiError> {
-    let ask = |around: Option<&str>| api::Level {
+    let ask = |around: Option<&str>| api::LevelQuery {
         parent: parent.map(str::to_string),
         around: around.map(str::to_string),
         limit: SPAN_PAGE,
-        ..api::Level::default()
+        ..api::LevelQuery::default()
     };
     let page = match want {
         // A child that is not there (yet) still leaves the first page to show.
@@ -147,11 +147,11 @@ impl Loader {
         if !first && cursor.is_none() {
             return;
         }
-        let ask = api::Level {
+        let ask = api::LevelQuery {
             cursor,
             name: lens.name,
             limit: SPAN_PAGE,
-            ..api::Level::default()
+            ..api::LevelQuery::default()
         };
         self.read(parent, ask, |t, parent, page| {
             t.add_page(parent, page.spans, page.next_cursor);
@@ -161,11 +161,11 @@ impl Loader {
     /// Shows `parent`'s children as `lens` says: from a place on ("go to child
     /// N"), or only those whose name holds some letters.
     pub(super) fn jump(self, parent: String, lens: Lens) {
-        let ask = api::Level {
+        let ask = api::LevelQuery {
             from: Some(lens.from),
             name: lens.name.clone(),
             limit: SPAN_PAGE,
-            ..api::Level::default()
+            ..api::LevelQuery::default()
         };
         self.read(parent, ask, move |t, parent, page| {
             let lens = Lens {
@@ -180,11 +180,11 @@ impl Loader {
     pub(super) fn earlier(self, parent: String) {
         let lens = self.tree.with_untracked(|t| t.lens(&parent));
         let from = lens.from.saturating_sub(SPAN_PAGE as i64).max(0);
-        let ask = api::Level {
+        let ask = api::LevelQuery {
             from: Some(from),
             name: lens.name,
             limit: usize::try_from(lens.from - from).unwrap_or(0),
-            ..api::Level::default()
+            ..api::LevelQuery::default()
         };
         if ask.limit > 0 {
             self.read(parent, ask, |t, parent, page| {
@@ -199,7 +199,7 @@ impl Loader {
     fn read(
         self,
         parent: String,
-        mut ask: api::Level,
+        mut ask: api::LevelQuery,
         apply: impl FnOnce(&mut Tree, &str, SpanPage) + 'static,
     ) {
         if self.tree.with_untracked(|t| t.is_loading(&parent)) {
