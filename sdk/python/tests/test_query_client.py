@@ -198,6 +198,10 @@ def test_arguments_are_checked_at_the_call():
     with pytest.raises(TypeError):
         client.spans("r", None)
     with pytest.raises(TypeError):
+        client.spans("r", "t", start=1, around="s")
+    with pytest.raises(TypeError):
+        client.spans("r", "t", start=-1)
+    with pytest.raises(TypeError):
         client.metrics("r", "")
 
 
@@ -340,6 +344,17 @@ def test_spans_span_metrics_and_attribute_keys(server, written):
     assert [s["name"] for s in children] == ["policy", "env.step", "lookup"]
     assert [s["status"] for s in children] == ["ok", "ok", "error"]
     assert list(client.spans(rid, t["trace_id"], parent=t["root"], page_size=1)) == children
+    # Jumping within a level: from a place, around a child, by a few letters of a name;
+    # each followed to the level's end, a page at a time.
+    assert list(client.spans(rid, t["trace_id"], parent=t["root"], page_size=1,
+                             start=1)) == children[1:]
+    assert list(client.spans(rid, t["trace_id"], parent=t["root"], page_size=1,
+                             around=t["env_step"])) == children[1:]
+    # A page of 2 around the second child starts one before it.
+    assert list(client.spans(rid, t["trace_id"], parent=t["root"], page_size=2,
+                             around=t["env_step"])) == children
+    assert [s["name"] for s in client.spans(rid, t["trace_id"], parent=t["root"],
+                                            name="ENV")] == ["env.step"]
 
     detail = client.span(rid, t["trace_id"], t["policy"])
     assert detail["input"] == {"obs": [1, 2]} and detail["output"] == {"action": 1}

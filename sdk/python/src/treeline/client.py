@@ -209,10 +209,23 @@ class Client:
 
     # -- spans ---------------------------------------------------------------------
 
-    def spans(self, run_id, trace_id, parent=None, page_size=1000):
-        """Yields one level of a trace's span tree, in start order, without bodies: the
-        children of span `parent`, or without it the trace's roots (and orphans)."""
+    def spans(self, run_id, trace_id, parent=None, page_size=1000, *, name=None,
+              start=None, around=None):
+        """Yields one level of a trace's span tree, in sibling order, without bodies:
+        the children of span `parent`, or without it the trace's roots (and orphans).
+
+        name: only the children whose name contains it (case ignored). start: begin at
+        the child in this place, counted from 0; around: begin up to half a page before
+        this child's id. Give at most one of start and around; either way the level is
+        then followed to its end."""
+        if start is not None and around is not None:
+            raise TypeError("give start or around, not both")
+        if start is not None and (type(start) is not int or start < 0):
+            raise TypeError("start must be a non-negative integer, got %r" % (start,))
         params = [("parent_span_id", _str_param(parent, "parent")),
+                  ("name", _str_param(name, "name")),
+                  ("from", start),
+                  ("around", _str_param(around, "around")),
                   ("limit", _page_size(page_size))]
         return self._pages("/api/runs/%s/traces/%s/spans" % (
             _seg(run_id, "run_id"), _seg(trace_id, "trace_id")), params, "spans")
@@ -363,10 +376,13 @@ class Client:
 
     def _pages(self, path, params, field):
         # A generator of its own, so that the arguments above are checked at the call.
+        # Where the first page starts (from, around) is the cursor's job after it.
+        following = [(k, v) for k, v in params if k not in ("from", "around")]
+
         def pages():
             cursor = None
             while True:
-                body = self._get(path, params + [("cursor", cursor)])
+                body = self._get(path, (following if cursor else params) + [("cursor", cursor)])
                 for item in body.get(field) or ():
                     yield item
                 cursor = body.get("next_cursor")
