@@ -38,17 +38,15 @@ pub(super) fn slot(item: Memo<Option<Drawn>>, ctx: RowCtx) -> impl IntoView {
                 .map(|(_, row, node)| matches!(row, Row::Node { .. }) && node.is_some())
         })
     });
-    move || {
-        match is_span.get() {
+    // Another row is keyed whole, so that a changed one is drawn anew (rebuilding a
+    // jump bar in place kept its old text).
+    let other = move || {
+        view! { <For each=move || item.get() key=|drawn| drawn.clone() children=move |drawn| draw(drawn, ctx)/> }
+    };
+    move || match is_span.get() {
         Some(true) => view! { <NodeRow item ctx/> }.into_any(),
-        // Keyed by the whole row, so that a changed row is drawn anew (rebuilding a
-        // jump bar in place kept its old text).
-        Some(false) => view! {
-            <For each=move || item.get() key=|drawn| drawn.clone() children=move |drawn| draw(drawn, ctx)/>
-        }
-        .into_any(),
+        Some(false) => other().into_any(),
         None => ().into_any(),
-    }
     }
 }
 
