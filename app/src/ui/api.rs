@@ -203,15 +203,6 @@ pub async fn trace(run_id: String, trace_id: String) -> Result<TraceSummary, Api
 
 pub use treeline_wire::limits::{SPAN_PAGE, SPAN_PAGE_MAX};
 
-pub async fn spans(
-    run_id: String,
-    trace_id: String,
-    parent: Option<String>,
-    cursor: Option<String>,
-) -> Result<SpanPage, ApiError> {
-    span_page(run_id, trace_id, parent, cursor, SPAN_PAGE).await
-}
-
 pub async fn span_page(
     run_id: String,
     trace_id: String,

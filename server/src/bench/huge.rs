@@ -47,6 +47,12 @@ fn open(span: &str, parent: &str, name: String, kind: &str, ts: usize) -> Value 
            "name": name, "kind": kind, "ts": ts})
 }
 
+/// The spans of the trace `args` describe: the root, the wide node and the chain,
+/// the wide node's children, and the agents with their tool calls.
+fn span_total(args: &HugeArgs) -> usize {
+    2 + DEPTH + args.wide + args.agents * (1 + TOOLS_PER_AGENT)
+}
+
 /// Writes the trace in batches of about 10,000 spans, saying how far it got.
 async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
     let now = crate::http::now_us();
@@ -66,7 +72,7 @@ async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
         ));
         parent = id;
     }
-    let total = 2 + DEPTH + args.wide + args.agents * (1 + TOOLS_PER_AGENT);
+    let total = span_total(args);
     let mut written = 0;
     let mut flush = |events: &mut Vec<Value>| {
         let batch = std::mem::take(events);
@@ -129,6 +135,14 @@ pub async fn huge(args: HugeArgs) -> Outcome {
         .await
         .context("reading the benchmark store")?
         .map_or(0, |t| t.span_count);
+    let want = span_total(&args);
+    if stored > 0 && usize::try_from(stored).ok() != Some(want) {
+        // Its labels would name a shape the stored trace does not have.
+        return Err(Failure::msg(format!(
+            "{url} holds a trace of {stored} spans where these options make {want}: \
+             give another --database-url, or the options it was written with"
+        )));
+    }
     if stored > 0 {
         println!("reusing the trace of {stored} spans on {url}");
     } else {
@@ -154,39 +168,22 @@ pub async fn huge(args: HugeArgs) -> Outcome {
             None => break,
         }
     }
-    // The deep link is timed only if its page shows the span it names.
+    // Deep links are timed only if their pages show the spans they name.
     let deep = format!("/traces?run_id={RUN}&trace_id={TRACE}&span_id=l{DEPTH}");
-    let page = get_body(&app, &deep).await?;
-    let shown = format!(">level {DEPTH}<");
-    if !String::from_utf8_lossy(&page).contains(&shown) {
-        return Err(Failure::msg(format!(
-            "{deep}: the page does not show {shown}"
-        )));
-    }
-    // So is the link into the wide node: its page shows the child it names.
+    expect_shown(&app, &deep, &format!("level {DEPTH}")).await?;
     let far = args.wide * 9 / 10;
     let into_wide = format!("/traces?run_id={RUN}&trace_id={TRACE}&span_id=w{far}");
-    let page = get_body(&app, &into_wide).await?;
-    if !String::from_utf8_lossy(&page).contains(&format!(">call {far}<")) {
-        return Err(Failure::msg(format!(
-            "{into_wide}: the page does not show call {far}"
-        )));
-    }
+    expect_shown(&app, &into_wide, &format!("call {far}")).await?;
     let wide = args.wide;
+    let near_end = wide.saturating_sub(200);
     let cases = [
         (
             format!("children, the first 200 of {wide}"),
             format!("{spans}?parent_span_id=wide&limit=200"),
         ),
         (
-            format!(
-                "children, 200 from place {} (go to #)",
-                wide.saturating_sub(200)
-            ),
-            format!(
-                "{spans}?parent_span_id=wide&limit=200&from={}",
-                wide.saturating_sub(200)
-            ),
+            format!("children, 200 from place {near_end} (go to #)"),
+            format!("{spans}?parent_span_id=wide&limit=200&from={near_end}"),
         ),
         (
             format!("children, 200 around the last of {wide}"),
@@ -204,7 +201,7 @@ pub async fn huge(args: HugeArgs) -> Outcome {
             format!("{spans}?parent_span_id=wide&limit=200&name=none"),
         ),
         (
-            format!("children, the last page of {} (by cursor)", args.wide),
+            format!("children, the last page of {wide} (by cursor)"),
             last,
         ),
         (
@@ -226,4 +223,16 @@ pub async fn huge(args: HugeArgs) -> Outcome {
         report(&app, &name, args.samples.max(5), 2, || path.clone()).await?;
     }
     Ok(())
+}
+
+/// Fails unless the page at `path` shows `text` as an element's whole text.
+async fn expect_shown(app: &axum::Router, path: &str, text: &str) -> Outcome {
+    let page = get_body(app, path).await?;
+    if String::from_utf8_lossy(&page).contains(&format!(">{text}<")) {
+        Ok(())
+    } else {
+        Err(Failure::msg(format!(
+            "{path}: the page does not show {text}"
+        )))
+    }
 }

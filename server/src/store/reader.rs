@@ -206,24 +206,25 @@ impl<DB: Dialect> Reader<DB> {
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };
-        let key = Cursor {
-            value: row.req_int("start_us")?,
-            a: span_id.to_string(),
-            b: String::new(),
-            number: None,
-            lead: Some(row.req_int("ordinal")?),
-        };
+        let (ordinal, start_us) = (row.req_int("ordinal")?, row.req_int("start_us")?);
         let mut q = Self::level("COUNT(*) AS before", run_id, trace_id, level);
         q.push(" AND (s.ordinal, s.start_us, s.span_id) < (")
-            .bind(key.lead.unwrap_or(0))
+            .bind(ordinal)
             .push(", ")
-            .bind(key.value)
+            .bind(start_us)
             .push(", ")
             .bind(span_id)
             .push(")");
         let before = match self.row(q).await? {
             Some(row) => row.req_int("before")?,
             None => 0,
+        };
+        let key = Cursor {
+            value: start_us,
+            a: span_id.to_string(),
+            b: String::new(),
+            number: None,
+            lead: Some(ordinal),
         };
         Ok(Some((key, before)))
     }
@@ -742,7 +743,6 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 }
 
-/// The LIMIT of a page query: one row past the page, to know whether more follow.
 /// Sibling order: creation order, and spans without one (ordinal 0) by start.
 fn sibling_order(descending: bool) -> Keyset<'static> {
     Keyset {
@@ -763,6 +763,7 @@ fn sibling_cursor(s: &treeline_wire::SpanNode) -> Cursor {
     }
 }
 
+/// The LIMIT of a page query: one row past the page, to know whether more follow.
 fn page_limit(limit: usize) -> i64 {
     i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1)
 }

@@ -224,11 +224,10 @@ class Client:
             raise TypeError("start must be a non-negative integer, got %r" % (start,))
         params = [("parent_span_id", _str_param(parent, "parent")),
                   ("name", _str_param(name, "name")),
-                  ("from", start),
-                  ("around", _str_param(around, "around")),
                   ("limit", _page_size(page_size))]
+        first = [("from", start), ("around", _str_param(around, "around"))]
         return self._pages("/api/runs/%s/traces/%s/spans" % (
-            _seg(run_id, "run_id"), _seg(trace_id, "trace_id")), params, "spans")
+            _seg(run_id, "run_id"), _seg(trace_id, "trace_id")), params, "spans", first)
 
     def span(self, run_id, trace_id, span_id):
         """One span with everything: attributes, metrics, links, input, output, error
@@ -374,15 +373,15 @@ class Client:
 
     # -- HTTP ----------------------------------------------------------------------
 
-    def _pages(self, path, params, field):
+    def _pages(self, path, params, field, first=()):
+        """The items of every page, following cursors; `first` goes with the first
+        request only (where it starts: the cursor says where each next one does)."""
         # A generator of its own, so that the arguments above are checked at the call.
-        # Where the first page starts (from, around) is the cursor's job after it.
-        following = [(k, v) for k, v in params if k not in ("from", "around")]
-
         def pages():
             cursor = None
             while True:
-                body = self._get(path, (following if cursor else params) + [("cursor", cursor)])
+                start = [("cursor", cursor)] if cursor else list(first)
+                body = self._get(path, params + start)
                 for item in body.get(field) or ():
                     yield item
                 cursor = body.get("next_cursor")

@@ -130,12 +130,17 @@ impl Tree {
         lens: Lens,
     ) {
         self.drop_children(parent);
+        self.set_lens(parent, lens);
+        self.add_page(parent, nodes, cursor);
+    }
+
+    /// Records which of `parent`'s children are loaded; all from the first is no lens.
+    fn set_lens(&mut self, parent: &str, lens: Lens) {
         if lens == Lens::default() {
             self.lenses.remove(parent);
         } else {
             self.lenses.insert(parent.to_string(), lens);
         }
-        self.add_page(parent, nodes, cursor);
     }
 
     /// Forgets `parent`'s loaded children, so a later read lists them afresh (a
@@ -148,19 +153,18 @@ impl Tree {
 
     /// Puts the page before the first loaded child of `parent` in front of it.
     pub(super) fn add_earlier(&mut self, parent: &str, nodes: Vec<SpanNode>) {
-        self.loading.remove(parent);
-        let list = self.children.entry(parent.to_string()).or_default();
         let fresh: Vec<String> = nodes
             .iter()
             .map(|n| n.span_id.clone())
             .filter(|id| !self.nodes.contains_key(id))
             .collect();
-        let lens = self.lenses.entry(parent.to_string()).or_default();
+        let mut lens = self.lens(parent);
         lens.from = (lens.from - nodes.len() as i64).max(0);
-        if *lens == Lens::default() {
-            self.lenses.remove(parent);
-        }
-        list.splice(0..0, fresh);
+        self.set_lens(parent, lens);
+        self.children
+            .entry(parent.to_string())
+            .or_default()
+            .splice(0..0, fresh);
         self.absorb(nodes);
     }
 
