@@ -19,9 +19,10 @@ BINDGEN_VERSION=$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); pr
 
 mkdir -p "$TOOLS_DIR/bin"
 # Build tools run for seconds: a profile made for building them fast, not for
-# shipping (their own release profiles ask for fat LTO and one codegen unit).
+# shipping (their own release profiles ask for fat LTO and one codegen unit; "off"
+# also skips the thin LTO rustc does by default within a crate).
 tool_profile() {
-  CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=false \
     CARGO_PROFILE_RELEASE_INCREMENTAL=false "$@"
 }
