@@ -31,7 +31,7 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg erase_components"
 mkdir -p "$LOGS" "$PKG"
 started=$SECONDS
 
-step wasm "browser bundle: compiling the wasm" "6 min from scratch" "$LOGS/wasm.log" \
+step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
   cargo build -p treeline-frontend --lib --target wasm32-unknown-unknown \
   --profile wasm-release --target-dir "$FRONT"
@@ -56,7 +56,7 @@ if [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
-  job bundle "browser bundle: the JS glue (treeline-bundle), then wasm-opt -Oz" "1½ min" "$LOGS/bundle.log" 0 -- bundle
+  job bundle "browser bundle: the JS glue (treeline-bundle), then wasm-opt -Oz" "1 min" "$LOGS/bundle.log" 0 -- bundle
 fi
 # SERVER_PROFILE=dev: the debug build of the server (`make test-build`).
 if [ "${SERVER_PROFILE:-release}" = dev ]; then
@@ -64,7 +64,7 @@ if [ "${SERVER_PROFILE:-release}" = dev ]; then
   server_usual="1 min after the Rust tests' build, 5 min from scratch"
 else
   server_args=(--release) server_bin=target/release/treeline server_what="optimised"
-  server_usual="10-12 min from scratch"
+  server_usual="5-6 min from scratch"
 fi
 job server "server: compiling the treeline binary ($server_what)" "$server_usual" \
   "$LOGS/server.log" "$(crate_count -p treeline-server)" -- \
