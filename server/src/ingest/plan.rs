@@ -134,12 +134,14 @@ pub async fn plan_batch<L: Loader>(
             trace_ids.push(event.trace_id().to_string());
         }
     }
+    // Sized up front: a span's entry is large, and each doubling moved them all into
+    // freshly zeroed memory (5 % of the server's CPU on SDK traffic, under perf).
     let mut batch = Batch {
         now,
-        spans: HashMap::new(),
-        order: Vec::new(),
-        traces: HashMap::new(),
-        before: HashMap::new(),
+        spans: HashMap::with_capacity(seen.len()),
+        order: Vec::with_capacity(seen.len()),
+        traces: HashMap::with_capacity(trace_ids.len()),
+        before: HashMap::with_capacity(trace_ids.len()),
         plan: Plan::default(),
         loader,
     };
@@ -451,6 +453,7 @@ impl<L: Loader> Batch<'_, L> {
     }
 
     fn finish(mut self) -> Plan {
+        self.plan.spans.reserve_exact(self.order.len());
         for key in &self.order {
             if let Some(write) = self.spans.remove(key) {
                 self.plan.spans.push(write);
