@@ -59,6 +59,9 @@ py-venv:
 dev: tools
 	@WANT=leptos scripts/setup-tools.sh
 	$(say) "watching: rebuilds and reloads on every change"
+	@# cargo-leptos rewrites the bundle but not `make build`'s gzipped copies, which
+	@# the server would send in its place.
+	rm -f target/site/pkg/*.gz
 	cargo leptos watch
 
 # Everything a clean clone needs, in this order: the system packages and the Python

@@ -41,7 +41,13 @@ step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/was
 WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
-stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
+stamp() {
+  sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" "$WASM_OUT.gz" "$PKG/$NAME.js.gz" 2>/dev/null |
+    cut -d' ' -f1 | paste -sd' '
+}
+# The server sends `F.gz` in place of F to a browser that accepts gzip (leptos_axum's
+# static files): the wasm goes out as about a third of its size.
+precompress() { gzip -9 -k -f -n "$@"; }
 bundle() {
   local tmp=$PKG.tmp
   rm -rf "$tmp" && mkdir -p "$tmp"
@@ -50,13 +56,14 @@ bundle() {
     "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
   mv "$tmp/$NAME.js" "$PKG/"
   rm -rf "$tmp"
+  precompress "$WASM_OUT" "$PKG/$NAME.js"
   stamp >"$STAMP"
 }
-if [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
+if [ -f "$WASM_OUT.gz" ] && [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
-  job bundle "browser bundle: the JS glue (treeline-bundle), then wasm-opt -Oz" "1 min" "$LOGS/bundle.log" 0 -- bundle
+  job bundle "browser bundle: the JS glue (treeline-bundle), wasm-opt -Oz, gzip" "1 min" "$LOGS/bundle.log" 0 -- bundle
 fi
 # SERVER_PROFILE=dev: the debug build of the server (`make test-build`).
 if [ "${SERVER_PROFILE:-release}" = dev ]; then
@@ -72,6 +79,7 @@ job server "server: compiling the treeline binary ($server_what)" "$server_usual
 wait_jobs
 
 cp style/main.css "$PKG/$NAME.css"
+precompress "$PKG/$NAME.css"
 cp -r public/. "$SITE/"
 progress_say "built in $(minutes $((SECONDS - started))): $server_bin," \
   "and the bundle in $SITE ($(du -h "$WASM_OUT" | cut -f1) of wasm)"
