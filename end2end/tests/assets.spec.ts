@@ -19,6 +19,8 @@ test("the browser bundle is sent gzipped to a browser that accepts it", async ({
   expect(packed.status()).toBe(200);
   expect(packed.headers()["content-encoding"]).toBe("gzip");
   expect(packed.headers()["content-type"]).toBe("application/wasm");
+  // A shared cache keeps the two apart.
+  expect(packed.headers()["vary"]).toContain("accept-encoding");
   const sent = Number(packed.headers()["content-length"]);
   expect(sent).toBeLessThan(raw.length / 2);
   // The client inflates it back to the same bundle.

@@ -61,6 +61,7 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
             shell,
         ))
         .layer(middleware::from_fn(crate::ssr::render_to_the_end))
+        .layer(middleware::from_fn(vary_by_encoding))
         .with_state(options);
     Router::new()
         .route(routes::HEALTH, get(|| async { "ok" }))
@@ -78,6 +79,22 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
+}
+
+/// The bundle's files go out gzipped or not by the request's Accept-Encoding (`make
+/// build` writes `.gz` copies beside them), so a shared cache must keep both.
+async fn vary_by_encoding(
+    request: axum::extract::Request,
+    next: middleware::Next,
+) -> axum::response::Response {
+    let bundle = request.uri().path().starts_with("/pkg/");
+    let mut response = next.run(request).await;
+    if bundle {
+        response
+            .headers_mut()
+            .append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+    response
 }
 
 /// What rendering a page needs: the API, called in-process as the page's own caller,
