@@ -45,7 +45,7 @@ for (const link of LINKS) {
     expect(wasm, "the page loaded its bundle").not.toBeNull();
     console.log(
       `first page, ${link.name}: the list shown at ${shown} ms, the bundle ` +
-        `(${Math.round(wasm!.bytes / 1024)} KB on the wire) loaded at ${Math.round(wasm!.end)} ms, ` +
+        `(${Math.round(wasm!.bytes / 1000)} KB on the wire) loaded at ${Math.round(wasm!.end)} ms, ` +
         `the filter working at ${interactive} ms`,
     );
     await context.close();
