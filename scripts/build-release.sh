@@ -41,10 +41,7 @@ step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/was
 WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
-stamp() {
-  sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" "$WASM_OUT.gz" "$PKG/$NAME.js.gz" 2>/dev/null |
-    cut -d' ' -f1 | paste -sd' '
-}
+stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
 # The server sends `F.gz` in place of F to a browser that accepts gzip (leptos_axum's
 # static files): the wasm goes out as about a third of its size.
 precompress() { gzip -9 -k -f -n "$@"; }
@@ -59,7 +56,9 @@ bundle() {
   precompress "$WASM_OUT" "$PKG/$NAME.js"
   stamp >"$STAMP"
 }
-if [ -f "$WASM_OUT.gz" ] && [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
+# `make dev` deletes the gzipped copies when it rewrites the bundle.
+if [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] &&
+  [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue};
 use axum::middleware;
+use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
 use treeline_wire::routes;
@@ -38,7 +40,7 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
     let options = LeptosOptions::builder()
         .output_name("treeline")
         .site_root(site_root.to_string_lossy().as_ref())
-        .site_pkg_dir("pkg")
+        .site_pkg_dir(PKG_DIR)
         .site_addr(addr)
         .build();
     let api = http::router(state.clone());
@@ -61,10 +63,10 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
             shell,
         ))
         .layer(middleware::from_fn(crate::ssr::render_to_the_end))
-        .layer(middleware::from_fn(vary_by_encoding))
         .with_state(options);
     Router::new()
         .route(routes::HEALTH, get(|| async { "ok" }))
+        .nest_service(&format!("/{PKG_DIR}"), bundle(&site_root.join(PKG_DIR)))
         .merge(http::signin::router(state.clone()))
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
@@ -81,20 +83,21 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
 }
 
-/// The bundle's files go out gzipped or not by the request's Accept-Encoding (`make
-/// build` writes `.gz` copies beside them), so a shared cache must keep both.
-async fn vary_by_encoding(
-    request: axum::extract::Request,
-    next: middleware::Next,
-) -> axum::response::Response {
-    let bundle = request.uri().path().starts_with("/pkg/");
-    let mut response = next.run(request).await;
-    if bundle {
-        response
-            .headers_mut()
-            .append(header::VARY, HeaderValue::from_static("accept-encoding"));
-    }
-    response
+/// The bundle's directory under the site root.
+const PKG_DIR: &str = "pkg";
+
+/// The browser bundle's files. `make build` writes a `.gz` copy beside each, sent to a
+/// browser that accepts gzip; the answer varies by Accept-Encoding, so a shared cache
+/// keeps both.
+fn bundle(dir: &std::path::Path) -> Router {
+    Router::new()
+        .fallback_service(ServeDir::new(dir).precompressed_gzip())
+        .layer(middleware::map_response(|mut response: Response| async {
+            response
+                .headers_mut()
+                .append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            response
+        }))
 }
 
 /// What rendering a page needs: the API, called in-process as the page's own caller,

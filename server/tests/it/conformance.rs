@@ -535,8 +535,6 @@ async fn a_ten_thousand_span_trace_pages_its_children_in_arrival_order(s: S) {
     assert_eq!((root.node.child_count, root.node.error_count), (10_000, 10));
 }
 
-/// A reader jumps to child N, to the page around a child, and to the children
-/// whose name holds a few letters (`big`'s 10,000 children s00000…s09999).
 /// One page of `big`'s children of `root`.
 async fn big_page(
     s: &S,
@@ -553,6 +551,8 @@ async fn big_page(
     s.reads().list_spans("r1", "big", &level).await
 }
 
+/// A reader jumps to child N, to the page around a child, and to the children
+/// whose name holds a few letters (`big`'s 10,000 children s00000…s09999).
 async fn jumps_within_a_large_level(s: &S) {
     let ids =
         |page: &SpanPage| -> Vec<String> { page.spans.iter().map(|n| n.span_id.clone()).collect() };
