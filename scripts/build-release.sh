@@ -42,7 +42,7 @@ WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
 stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
-# The server sends `F.gz` in place of F to a browser that accepts gzip (leptos_axum's
+# The server sends `F.gz` in place of F to a browser that accepts gzip (its
 # bundle files, serve.rs): the wasm goes out as about a third of its size.
 precompress() { gzip -9 -k -f -n "$@"; }
 bundle() {
