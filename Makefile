@@ -60,8 +60,10 @@ dev: tools
 	@WANT=leptos scripts/setup-tools.sh
 	$(say) "watching: rebuilds and reloads on every change"
 	@# cargo-leptos rewrites the bundle but not `make build`'s gzipped copies, which
-	@# the server would send in its place.
-	rm -f target/site/pkg/*.gz
+	@# the server would send in its place, nor its route chunks and their manifest,
+	@# whose preload links pages would carry (dev builds are not split).
+	rm -f target/site/pkg/*.gz target/site/pkg/split_*.wasm target/site/pkg/chunk_*.wasm \
+	  target/site/pkg/__wasm_split*
 	cargo leptos watch
 
 # Everything a clean clone needs, in this order: the system packages and the Python

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the release: the `treeline` binary and the browser bundle in target/site,
-# the same files `cargo leptos build --release` makes, without cargo-leptos: building
-# that tool on a fresh machine took longer than Treeline itself. `make dev` keeps
-# cargo-leptos for its watch-and-reload loop.
+# the same files `cargo leptos build --release --split` makes, without cargo-leptos:
+# building that tool on a fresh machine took longer than Treeline itself. `make dev`
+# keeps cargo-leptos for its watch-and-reload loop.
 #
 # First the wasm (profile wasm-release, in target/front, as cargo-leptos lays it
 # out), then the server (profile release) while treeline-bundle (tools/bundle,
@@ -31,8 +31,12 @@ export RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }--cfg erase_components"
 mkdir -p "$LOGS" "$PKG"
 started=$SECONDS
 
+# Split by route (app/src/ui/routes.rs): the wasm keeps its relocations, which
+# treeline-bundle needs to cut the lazy routes' code into chunks.
+SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
 step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
+  env RUSTFLAGS="$RUSTFLAGS $SPLIT_FLAGS" \
   cargo build -p treeline-frontend --lib --target wasm32-unknown-unknown \
   --profile wasm-release --target-dir "$FRONT"
 
@@ -41,28 +45,34 @@ step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/was
 WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
-stamp() { sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" 2>/dev/null | cut -d' ' -f1 | paste -sd' '; }
+MANIFEST=$PKG/__wasm_split_manifest.json
+stamp() {
+  sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" "$MANIFEST" 2>/dev/null | cut -d' ' -f1 | paste -sd' '
+}
 # The server sends `F.gz` in place of F to a browser that accepts gzip (its
 # bundle files, serve.rs): the wasm goes out as about a third of its size.
 precompress() { gzip -9 -k -f -n "$@"; }
 bundle() {
-  local tmp=$PKG.tmp
+  local tmp=$PKG.tmp f
   rm -rf "$tmp" && mkdir -p "$tmp"
-  treeline-bundle "$WASM_IN" "$tmp" "$NAME"
-  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-    "$tmp/${NAME}_bg.wasm" -o "$WASM_OUT"
-  mv "$tmp/$NAME.js" "$PKG/"
+  treeline-bundle "$WASM_IN" "$tmp" "$NAME" --split
+  for f in "$tmp"/*.wasm; do
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$f" -o "$f"
+  done
+  # Chunk names carry a hash of where their code is: last build's would linger.
+  rm -f "$PKG"/split_*.wasm* "$PKG"/chunk_*.wasm* "$PKG"/__wasm_split*
+  precompress "$tmp"/*.wasm "$tmp"/*.js
+  mv "$tmp"/* "$PKG/"
   rm -rf "$tmp"
-  precompress "$WASM_OUT" "$PKG/$NAME.js"
   stamp >"$STAMP"
 }
 # `make dev` deletes the gzipped copies when it rewrites the bundle.
-if [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] &&
+if [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] &&
   [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
-  job bundle "browser bundle: the JS glue (treeline-bundle), wasm-opt -Oz, gzip" "1 min" "$LOGS/bundle.log" 0 -- bundle
+  job bundle "browser bundle: split by route and JS glue (treeline-bundle), wasm-opt -Oz, gzip" "1 min" "$LOGS/bundle.log" 0 -- bundle
 fi
 # SERVER_PROFILE=dev: the debug build of the server (`make test-build`).
 if [ "${SERVER_PROFILE:-release}" = dev ]; then

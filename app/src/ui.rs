@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
+    path, Lazy,
 };
 
 pub mod api;
@@ -10,6 +10,7 @@ mod compare_url;
 mod components;
 pub mod format;
 mod pages;
+mod routes;
 mod url;
 
 #[cfg(feature = "ssr")]
@@ -79,9 +80,9 @@ pub fn App() -> impl IntoView {
             <main>
                 <Routes fallback=|| view! { <h1>"Page not found"</h1><p class="empty">"Nothing lives at this address."</p> }>
                     <Route path=path!("") view=pages::runs::RunsPage/>
-                    <Route path=path!("/runs/:run_id") view=pages::run_detail::RunDetailPage/>
-                    <Route path=path!("/traces") view=pages::traces::TracesPage/>
-                    <Route path=path!("/compare") view=pages::compare::ComparePage/>
+                    <Route path=path!("/runs/:run_id") view={Lazy::<routes::RunDetail>::new()}/>
+                    <Route path=path!("/traces") view={Lazy::<routes::Traces>::new()}/>
+                    <Route path=path!("/compare") view={Lazy::<routes::Compare>::new()}/>
                 </Routes>
             </main>
         </Router>

@@ -1,4 +1,4 @@
-import { test, expect } from "./fixtures";
+import { test, expect, createRun } from "./fixtures";
 
 const WASM_MAGIC = Buffer.from([0x00, 0x61, 0x73, 0x6d]);
 
@@ -30,4 +30,46 @@ test("the browser bundle is sent gzipped to a browser that accepts it", async ({
     const r = await request.get(file, { headers: { "Accept-Encoding": "gzip" } });
     expect(r.headers()["content-encoding"], file).toBe("gzip");
   }
+});
+
+// The release bundle is split by route: the runs page fetches only the main module,
+// and a page past it fetches its own code when the reader opens it.
+test("the runs page carries only its own code; a run's page loads its code when opened", async ({ page, request }) => {
+  await createRun(request, "e2e-split", "split-e2e", "split-check-run");
+  const wasm: string[] = [];
+  page.on("request", (r) => {
+    const path = new URL(r.url()).pathname;
+    if (path.endsWith(".wasm")) wasm.push(path);
+  });
+  await page.goto("/");
+  // Typing narrows the list only once the wasm has taken over the page.
+  await page.getByLabel("Filter runs").fill("split-check-run");
+  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
+  expect(wasm).toEqual(["/pkg/treeline_bg.wasm"]);
+
+  await page.getByRole("link", { name: "split-check-run" }).click();
+  await expect(page).toHaveURL(/\/runs\/e2e-split$/);
+  await expect(page.getByRole("heading", { name: /split-check-run/ })).toBeVisible();
+  // Opened in place: the main module is not fetched again, Run Detail's code is.
+  expect(wasm.filter((p) => p === "/pkg/treeline_bg.wasm")).toHaveLength(1);
+  expect(wasm.some((p) => /^\/pkg\/split___run_detail_view_\d+\.wasm$/.test(p))).toBe(true);
+  expect(wasm.some((p) => /split___(traces|compare)_view/.test(p))).toBe(false);
+});
+
+// A deep link to a page past the first names its code in the page, so the browser
+// fetches it beside the main module, and the page hydrates with it.
+test("a deep link to the workspace preloads its code and hydrates", async ({ page, request }) => {
+  const html = await (await request.get("/traces")).text();
+  expect(html).toMatch(/<link[^>]*href="\/pkg\/split___traces_view_\d+\.wasm"[^>]*rel="preload"/);
+  const wasm: string[] = [];
+  page.on("request", (r) => {
+    const path = new URL(r.url()).pathname;
+    if (path.endsWith(".wasm")) wasm.push(path);
+  });
+  await page.goto("/traces");
+  // The search box checks its terms only once the wasm has taken over the page.
+  await page.getByLabel("Search").fill("a b c d e f g h i");
+  await expect(page.getByText("9 terms: at most 8 are allowed")).toBeVisible();
+  expect(wasm.some((p) => /^\/pkg\/split___traces_view_\d+\.wasm$/.test(p))).toBe(true);
+  expect(wasm.some((p) => /split___(run_detail|compare)_view/.test(p))).toBe(false);
 });

@@ -2,5 +2,7 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(treeline_app::App);
+    // Waits for a lazy route's chunk (a deep link to a page past the first) before
+    // taking over the page.
+    leptos::mount::hydrate_lazy(treeline_app::App);
 }

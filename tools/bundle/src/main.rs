@@ -1,12 +1,25 @@
-//! `treeline-bundle WASM OUT_DIR NAME`: writes `NAME.js` and `NAME_bg.wasm` in
-//! OUT_DIR for the browser, as `wasm-bindgen --target web --no-typescript` does.
+//! `treeline-bundle WASM OUT_DIR NAME [--split]`: writes `NAME.js` and `NAME_bg.wasm`
+//! in OUT_DIR for the browser, as `wasm-bindgen --target web --no-typescript` does.
 //! wasm-bindgen's library alone builds in a third of its CLI's time (no argument
 //! parser, test runner, web server or HTTP client), and a fresh machine builds it
 //! before it can show a page.
+//!
+//! With `--split` (a wasm linked with `--emit-relocs`), the lazy routes' code is cut
+//! out first into chunks the page loads when it needs them: `split_*.wasm` and
+//! `chunk_*.wasm`, the JS that loads them, and the manifest that tells the server
+//! which chunks a route needs, so its page can preload them.
 
+use std::path::Path;
 use std::process::ExitCode;
 
+use anyhow::Context as _;
 use wasm_bindgen_cli_support::Bindgen;
+
+/// The loader's module name: Leptos's server names this file in the preload links it
+/// writes for a lazy route's page.
+const LINK_NAME: &str = "./__wasm_split.______________________.js";
+/// Where Leptos's server reads which chunks each lazy route needs.
+const MANIFEST: &str = "__wasm_split_manifest.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -14,23 +27,47 @@ fn main() -> ExitCode {
         println!("treeline-bundle {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let [wasm, out_dir, name] = args.as_slice() else {
-        eprintln!("usage: treeline-bundle WASM OUT_DIR NAME");
-        return ExitCode::from(2);
+    let (wasm, out_dir, name, split) = match args.as_slice() {
+        [wasm, out_dir, name] => (wasm, out_dir, name, false),
+        [wasm, out_dir, name, flag] if flag == "--split" => (wasm, out_dir, name, true),
+        _ => {
+            eprintln!("usage: treeline-bundle WASM OUT_DIR NAME [--split]");
+            return ExitCode::from(2);
+        }
     };
-    let mut bindgen = Bindgen::new();
-    let written = bindgen.web(true).and_then(|b| {
-        b.input_path(wasm)
-            .out_name(name)
-            .typescript(false)
-            .demangle(true)
-            .generate(out_dir)
-    });
-    match written {
+    match bundle(Path::new(wasm), Path::new(out_dir), name, split) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("treeline-bundle: {wasm}: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn bundle(wasm: &Path, out_dir: &Path, name: &str, split: bool) -> anyhow::Result<()> {
+    let mut bindgen = Bindgen::new();
+    bindgen.web(true)?.out_name(name).typescript(false);
+    if !split {
+        return bindgen.input_path(wasm).demangle(true).generate(out_dir);
+    }
+    let input = std::fs::read(wasm).context("reading the wasm")?;
+    let main = out_dir.join(format!("{name}_main.wasm"));
+    let main_module = format!("./{name}.js");
+    let mut options = wasm_split_cli_support::Options::new(&input);
+    options.output_dir = out_dir;
+    options.main_out_path = &main;
+    options.main_module = &main_module;
+    options.link_name = LINK_NAME;
+    let chunks = wasm_split_cli_support::transform(options)
+        .map_err(|e| anyhow::anyhow!("splitting the wasm: {e:#}"))?;
+    let manifest = serde_json::to_string_pretty(&chunks.prefetch_map)?;
+    std::fs::write(out_dir.join(MANIFEST), manifest).context("writing the chunk manifest")?;
+    // The chunks call the main module's functions by their linker names.
+    bindgen
+        .input_path(&main)
+        .keep_lld_exports(true)
+        .demangle(false)
+        .generate(out_dir)?;
+    std::fs::remove_file(&main)?;
+    Ok(())
 }
