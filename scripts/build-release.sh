@@ -33,10 +33,14 @@ started=$SECONDS
 
 # Split by route (app/src/ui/routes.rs): the wasm keeps its relocations, which
 # treeline-bundle needs to cut the lazy routes' code into chunks.
+# Panic messages name their source files: the dependencies' by crate, not by where
+# this machine keeps them (a lazy route's chunk name hashes its file too, so only
+# paths outside the workspace are remapped: the server's build names the same).
 SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
+REMAP="--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}/registry/src/="
 step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
-  env RUSTFLAGS="$RUSTFLAGS $SPLIT_FLAGS" \
+  env RUSTFLAGS="$RUSTFLAGS $SPLIT_FLAGS $REMAP" \
   cargo build -p treeline-frontend --lib --target wasm32-unknown-unknown \
   --profile wasm-release --target-dir "$FRONT"
 
