@@ -809,6 +809,39 @@ async fn batches_racing_with_one_key_write_once(s: S) {
     assert_eq!(trace.span_count, 2);
 }
 
+/// Batches racing to several runs (SQLite folds them into shared transactions) are
+/// each stored, and answered with their own warnings at their own indexes.
+async fn racing_batches_to_several_runs_each_get_their_own_answer(s: S) {
+    const RUNS: [&str; 3] = ["g1", "g2", "g3"];
+    for r in RUNS {
+        run(&s, r).await;
+    }
+    let writes = (0..12).map(|i| {
+        let run_id = RUNS[i % 3];
+        let trace = format!("t{i}");
+        let mut events = vec![
+            open(&trace, "root", None, "rollout", 0),
+            open(&trace, "a", Some("root"), "tool", 1),
+        ];
+        // One or two more opens of the root: warnings at this batch's 2 (and 3).
+        for _ in 0..=(i % 2) {
+            events.push(open(&trace, "root", None, "rollout", 0));
+        }
+        let batch = keyed_batch(&events, &format!("g-{i}"));
+        let s = s.clone();
+        async move { (i, run_id, trace, s.write_batch(run_id, batch, 5_000).await) }
+    });
+    for (i, run_id, trace, written) in futures::future::join_all(writes).await {
+        let Written::Stored(answer) = written.expect("written") else {
+            panic!("batch {i} was answered as a replay")
+        };
+        let indexes: Vec<usize> = answer.warnings.iter().map(|w| w.index).collect();
+        assert_eq!(indexes, (2..3 + i % 2).collect::<Vec<_>>(), "batch {i}");
+        let stored = s.reads().get_trace(run_id, &trace).await.unwrap().unwrap();
+        assert_eq!(stored.span_count, 2, "{run_id}/{trace}");
+    }
+}
+
 async fn a_batch_for_an_unknown_run_fails_alone(s: S) {
     run(&s, "r1").await;
     let events = [open("t1", "root", None, "rollout", 0)];
@@ -1742,6 +1775,7 @@ conformance!(
     attributes_keep_the_first_256_in_the_order_set_and_count_a_name_once,
     a_replayed_batch_stores_nothing_twice,
     batches_racing_with_one_key_write_once,
+    racing_batches_to_several_runs_each_get_their_own_answer,
     a_batch_for_an_unknown_run_fails_alone,
     step_activity_counts_traces_per_step_and_the_unstepped,
     runs_are_created_once_and_keep_their_project,
