@@ -14,6 +14,17 @@ pub fn RunsPage() -> impl IntoView {
     let runs = Resource::new(project, api::runs);
     let projects = Resource::new(|| (), |_| api::projects());
     let filter = RwSignal::new(String::new());
+    // The box is the filter's only writer, so it is not bound to the signal: binding
+    // it would clear what a reader typed before the page hydrated. That text is taken
+    // once the page is live.
+    let input = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move |_| {
+        if let Some(typed) = input.get().map(|el| el.value()) {
+            if !typed.is_empty() {
+                filter.set(typed);
+            }
+        }
+    });
 
     view! {
         <section class="page runs">
@@ -48,7 +59,7 @@ pub fn RunsPage() -> impl IntoView {
                     <input
                         type="search"
                         placeholder="name or project"
-                        prop:value=move || filter.get()
+                        node_ref=input
                         on:input=move |ev| filter.set(event_target_value(&ev))
                     />
                 </label>
