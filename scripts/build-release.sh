@@ -71,8 +71,16 @@ bundle() {
   stamp >"$STAMP"
 }
 # `make dev` deletes the gzipped copies when it rewrites the bundle.
-if [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] &&
-  [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
+# Every file the bundle is made of is there, with its gzip copy: the main module,
+# the glue, and each chunk the manifest names.
+complete() {
+  local stem
+  [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] || return 1
+  for stem in $(grep -o '"\(chunk\|split\)_[A-Za-z0-9_]*"' "$MANIFEST" | tr -d '"' | sort -u); do
+    [ -f "$PKG/$stem.wasm.gz" ] || return 1
+  done
+}
+if complete && [ "$(stamp)" = "$(cat "$STAMP" 2>/dev/null)" ]; then
   progress_say "browser bundle: the wasm is unchanged, keeping $PKG"
 else
   rm -f "$STAMP"
