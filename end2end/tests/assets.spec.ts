@@ -1,3 +1,4 @@
+import type { Page } from "@playwright/test";
 import { test, expect, createRun } from "./fixtures";
 
 const WASM_MAGIC = Buffer.from([0x00, 0x61, 0x73, 0x6d]);
@@ -32,15 +33,21 @@ test("the browser bundle is sent gzipped to a browser that accepts it", async ({
   }
 });
 
+// The paths of the wasm files `page` fetches, in order, as it fetches them.
+function wasmRequests(page: Page): string[] {
+  const paths: string[] = [];
+  page.on("request", (r) => {
+    const path = new URL(r.url()).pathname;
+    if (path.endsWith(".wasm")) paths.push(path);
+  });
+  return paths;
+}
+
 // The release bundle is split by route: the runs page fetches only the main module,
 // and a page past it fetches its own code when the reader opens it.
 test("the runs page carries only its own code; a run's page loads its code when opened", async ({ page, request }) => {
   await createRun(request, "e2e-split", "split-e2e", "split-check-run");
-  const wasm: string[] = [];
-  page.on("request", (r) => {
-    const path = new URL(r.url()).pathname;
-    if (path.endsWith(".wasm")) wasm.push(path);
-  });
+  const wasm = wasmRequests(page);
   await page.goto("/");
   // Typing narrows the list only once the wasm has taken over the page.
   await page.getByLabel("Filter runs").fill("split-check-run");
@@ -62,11 +69,7 @@ test("a deep link to the workspace preloads its code and hydrates", async ({ pag
   const html = await (await request.get("/traces")).text();
   const preloaded = html.match(/<link[^>]*href="(\/pkg\/split___traces_view_\d+\.wasm)"[^>]*rel="preload"/);
   expect(preloaded, "the page names the workspace's chunk").not.toBeNull();
-  const wasm: string[] = [];
-  page.on("request", (r) => {
-    const path = new URL(r.url()).pathname;
-    if (path.endsWith(".wasm")) wasm.push(path);
-  });
+  const wasm = wasmRequests(page);
   await page.goto("/traces");
   // The search box checks its terms only once the wasm has taken over the page.
   await page.getByLabel("Search").fill("a b c d e f g h i");

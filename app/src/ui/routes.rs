@@ -10,11 +10,24 @@ use leptos::prelude::*;
 
 use super::pages;
 
-/// A route, and its view as plain code where this build does not split.
-macro_rules! route_view {
-    ($route:ident, $page:expr) => {
+/// A route for `$page`: lazy where the bundle is split (and on the server, which
+/// names the chunks), plain code where it is not.
+macro_rules! route {
+    ($route:ident, $page:path) => {
         #[derive(Clone, Copy)]
         pub(crate) struct $route;
+
+        #[cfg(any(feature = "ssr", treeline_split))]
+        #[leptos_router::lazy_route]
+        impl leptos_router::LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
+
+            fn view(_this: Self) -> AnyView {
+                $page().into_any()
+            }
+        }
 
         #[cfg(not(any(feature = "ssr", treeline_split)))]
         impl leptos_router::LazyRoute for $route {
@@ -29,44 +42,6 @@ macro_rules! route_view {
     };
 }
 
-route_view!(RunDetail, pages::run_detail::RunDetailPage);
-route_view!(Traces, pages::traces::TracesPage);
-route_view!(Compare, pages::compare::ComparePage);
-
-// Written out, not generated: a chunk's name comes from where its `lazy_route` is.
-
-#[cfg(any(feature = "ssr", treeline_split))]
-#[leptos_router::lazy_route]
-impl leptos_router::LazyRoute for RunDetail {
-    fn data() -> Self {
-        RunDetail
-    }
-
-    fn view(_this: Self) -> AnyView {
-        pages::run_detail::RunDetailPage().into_any()
-    }
-}
-
-#[cfg(any(feature = "ssr", treeline_split))]
-#[leptos_router::lazy_route]
-impl leptos_router::LazyRoute for Traces {
-    fn data() -> Self {
-        Traces
-    }
-
-    fn view(_this: Self) -> AnyView {
-        pages::traces::TracesPage().into_any()
-    }
-}
-
-#[cfg(any(feature = "ssr", treeline_split))]
-#[leptos_router::lazy_route]
-impl leptos_router::LazyRoute for Compare {
-    fn data() -> Self {
-        Compare
-    }
-
-    fn view(_this: Self) -> AnyView {
-        pages::compare::ComparePage().into_any()
-    }
-}
+route!(RunDetail, pages::run_detail::RunDetailPage);
+route!(Traces, pages::traces::TracesPage);
+route!(Compare, pages::compare::ComparePage);
