@@ -33,10 +33,11 @@ started=$SECONDS
 
 # Split by route (app/src/ui/routes.rs): the wasm keeps its relocations, which
 # treeline-bundle needs to cut the lazy routes' code into chunks.
+SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
 # Panic messages name their source files: the dependencies' by crate, not by where
 # this machine keeps them (a lazy route's chunk name hashes its file too, so only
 # paths outside the workspace are remapped: the server's build names the same).
-SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
+# Measured: the main module 243 KB gzip instead of 274 (README).
 REMAP="--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}/registry/src/="
 step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
@@ -70,9 +71,9 @@ bundle() {
   rm -rf "$tmp"
   stamp >"$STAMP"
 }
-# `make dev` deletes the gzipped copies when it rewrites the bundle.
 # Every file the bundle is made of is there, with its gzip copy: the main module,
-# the glue, and each chunk the manifest names.
+# the glue, and each chunk the manifest names (`make dev` deletes the copies and
+# the chunks when it rewrites the bundle).
 complete() {
   local stem
   [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] || return 1
