@@ -79,7 +79,7 @@ if wants bindgen; then
   stamp=$(cat "$ROOT"/tools/bundle/Cargo.{toml,lock} "$ROOT"/tools/bundle/src/*.rs | sha256sum | cut -d' ' -f1)
   # Under `make test` clippy's driver builds it, so its lints are checked too.
   if [ ! -x "$TOOLS_DIR/bin/treeline-bundle" ] || [ "$(cat "$TOOLS_DIR/treeline-bundle.sha256" 2>/dev/null)" != "$stamp" ]; then
-    step bundle-tool "building treeline-bundle (wasm-bindgen $BINDGEN_VERSION's library, once)" "1 min" \
+    step bundle-tool "building treeline-bundle (wasm-bindgen $BINDGEN_VERSION's library and the wasm splitter, once)" "1-2 min" \
       "$LOGS/treeline-bundle.log" "$(cd "$ROOT/tools/bundle" && crate_count)" -- \
       tool_profile cargo install --path "$ROOT/tools/bundle" --locked --force --root "$TOOLS_DIR" \
       --target-dir "$TOOLS_DIR/target/bundle"
