@@ -43,6 +43,23 @@ function wasmRequests(page: Page): string[] {
   return paths;
 }
 
+// A chunk's name stays the same when its code changes, so no file of the bundle is
+// reused from an earlier build without asking: each is revalidated, and an unchanged
+// one costs a 304 and no body.
+test("the bundle's files are revalidated, and an unchanged one is not sent again", async ({ request }) => {
+  for (const file of ["/pkg/treeline_bg.wasm", "/pkg/treeline.js"]) {
+    const first = await request.get(file, { headers: { "Accept-Encoding": "gzip" } });
+    expect(first.headers()["cache-control"], file).toBe("no-cache");
+    const modified = first.headers()["last-modified"];
+    expect(modified, file).toBeTruthy();
+    const again = await request.get(file, {
+      headers: { "Accept-Encoding": "gzip", "If-Modified-Since": modified },
+    });
+    expect(again.status(), file).toBe(304);
+    expect((await again.body()).length, file).toBe(0);
+  }
+});
+
 // The release bundle is split by route: the runs page fetches only the main module,
 // and a page past it fetches its own code when the reader opens it.
 test("the runs page carries only its own code; a run's page loads its code when opened", async ({ page, request }) => {

@@ -88,14 +88,16 @@ const PKG_DIR: &str = "pkg";
 
 /// The browser bundle's files. `make build` writes a `.gz` copy beside each, sent to a
 /// browser that accepts gzip; the answer varies by Accept-Encoding, so a shared cache
-/// keeps both.
+/// keeps both. The main module and the route chunks must come from one build, and a
+/// chunk's name does not change with its code: a browser revalidates each file (a
+/// 304 while it is unchanged) instead of running one kept from an earlier build.
 fn bundle(dir: &std::path::Path) -> Router {
     Router::new()
         .fallback_service(ServeDir::new(dir).precompressed_gzip())
         .layer(middleware::map_response(|mut response: Response| async {
-            response
-                .headers_mut()
-                .append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            let headers = response.headers_mut();
+            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             response
         }))
 }
