@@ -51,8 +51,10 @@ WASM_OUT=$PKG/${NAME}_bg.wasm
 # A relink from unchanged sources rewrites the wasm with the same bytes: hashes, not
 # times, say whether the bundle is stale (the outputs' too: `make dev` writes here).
 MANIFEST=$PKG/__wasm_split_manifest.json
+# The tool too: a new treeline-bundle writes a different bundle from the same wasm.
 stamp() {
-  sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" "$MANIFEST" 2>/dev/null | cut -d' ' -f1 | paste -sd' '
+  sha256sum "$WASM_IN" "$WASM_OUT" "$PKG/$NAME.js" "$MANIFEST" "$(command -v treeline-bundle)" \
+    2>/dev/null | cut -d' ' -f1 | paste -sd' '
 }
 # The server sends `F.gz` in place of F to a browser that accepts gzip (its
 # bundle files, serve.rs): the wasm goes out as about a third of its size.

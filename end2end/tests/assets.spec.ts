@@ -80,6 +80,25 @@ test("the runs page carries only its own code; a run's page loads its code when 
   expect(wasm.some((p) => /split___(traces|compare)_view/.test(p))).toBe(false);
 });
 
+// A chunk whose download fails is fetched again: opening the page still works
+// (without the retry, the wasm panicked and the page stopped answering).
+test("a run's page opens even when its code's first download fails", async ({ page, consoleErrors }) => {
+  let failed = 0;
+  await page.route(/split___run_detail_view_\d+\.wasm$/, async (route) => {
+    if (failed++ === 0) await route.abort("connectionreset");
+    else await route.continue();
+  });
+  await page.goto("/");
+  await page.getByLabel("Filter runs").fill("split-check-run");
+  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
+  await page.getByRole("link", { name: "split-check-run" }).click();
+  await expect(page.getByRole("heading", { name: /split-check-run/ })).toBeVisible();
+  expect(failed).toBe(2);
+  // The browser reports the dropped download itself; nothing else went wrong.
+  expect(consoleErrors).toEqual(["Failed to load resource: net::ERR_CONNECTION_RESET"]);
+  consoleErrors.length = 0;
+});
+
 // A deep link to a page past the first names its code in the page, so the browser
 // fetches it beside the main module, and the page hydrates with it.
 test("a deep link to the workspace preloads its code and hydrates", async ({ page, request }) => {

@@ -7,7 +7,8 @@
 //! With `--split` (a wasm linked with `--emit-relocs`), the lazy routes' code is cut
 //! out first into chunks the page loads when it needs them: `split_*.wasm` and
 //! `chunk_*.wasm`, the JS that loads them, and the manifest that tells the server
-//! which chunks a route needs, so its page can preload them.
+//! which chunks a route needs, so its page can preload them. The loader retries a
+//! chunk whose download fails.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -69,5 +70,33 @@ fn bundle(wasm: &Path, out_dir: &Path, name: &str, split: bool) -> anyhow::Resul
         .demangle(false)
         .generate(out_dir)?;
     std::fs::remove_file(&main)?;
-    Ok(())
+    fetch_again(&out_dir.join(LINK_NAME.trim_start_matches("./")))
+}
+
+/// The loader's chunk downloads, each retried three times over 3.5 s: the splitter's
+/// loader reports a failed download to the wasm, which panics, and the page stops
+/// working (seen with a dropped request while a run was being opened).
+fn fetch_again(loader: &Path) -> anyhow::Result<()> {
+    const FETCH: &str = "const src = fetch(";
+    let js = std::fs::read_to_string(loader).context("reading the chunk loader")?;
+    anyhow::ensure!(
+        js.contains(FETCH),
+        "the chunk loader has no `{FETCH}`: the splitter's output changed, see fetch_again"
+    );
+    let js = js.replace(FETCH, "const src = fetchAgain(")
+        + "
+async function fetchAgain(url) {
+    for (const wait of [500, 1000, 2000]) {
+        try {
+            const response = await fetch(url);
+            if (response.ok) return response;
+        } catch (e) {
+            console.warn(`fetching ${url} failed (${e}); trying again`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    return fetch(url);
+}
+";
+    std::fs::write(loader, js).context("writing the chunk loader")
 }
