@@ -62,7 +62,7 @@ precompress() { gzip -9 -k -f -n "$@"; }
 bundle() {
   local tmp=$PKG.tmp f
   rm -rf "$tmp" && mkdir -p "$tmp"
-  treeline-bundle "$WASM_IN" "$tmp" "$NAME" --split
+  treeline-bundle "$WASM_IN" "$tmp" "$NAME"
   for f in "$tmp"/*.wasm; do
     wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$f" -o "$f"
   done

@@ -49,7 +49,7 @@ async function code(page: Page) {
   return code;
 }
 
-// Types into `box` until `works` shows: before the page hydrates, typing does nothing.
+// Types into `box` until `works` shows, which only the hydrated page can show.
 async function untilLive(box: ReturnType<Page["getByLabel"]>, text: string, works: ReturnType<Page["getByText"]>) {
   await expect(async () => {
     await box.fill("");

@@ -1,13 +1,13 @@
-//! `treeline-bundle WASM OUT_DIR NAME [--split]`: writes `NAME.js` and `NAME_bg.wasm`
-//! in OUT_DIR for the browser, as `wasm-bindgen --target web --no-typescript` does.
-//! wasm-bindgen's library alone builds in a third of its CLI's time (no argument
-//! parser, test runner, web server or HTTP client), and a fresh machine builds it
-//! before it can show a page.
+//! `treeline-bundle WASM OUT_DIR NAME`: writes the browser bundle of a wasm linked
+//! with `--emit-relocs` into OUT_DIR, as `wasm-bindgen --target web --no-typescript`
+//! does after a split by route. wasm-bindgen's library alone builds in a third of
+//! its CLI's time (no argument parser, test runner, web server or HTTP client), and
+//! a fresh machine builds it before it can show a page.
 //!
-//! With `--split` (a wasm linked with `--emit-relocs`), the lazy routes' code is cut
-//! out first into chunks the page loads when it needs them: `split_*.wasm` and
-//! `chunk_*.wasm`, the JS that loads them, and the manifest that tells the server
-//! which chunks a route needs, so its page can preload them. The loader retries a
+//! The lazy routes' code is cut out first into chunks the page loads when it needs
+//! them: `split_*.wasm` and `chunk_*.wasm`, the JS that loads them, and the manifest
+//! that tells the server which chunks a route needs, so its page can preload them.
+//! Then `NAME.js` and `NAME_bg.wasm` are the main module's. The loader retries a
 //! chunk whose download fails.
 
 use std::path::Path;
@@ -28,15 +28,11 @@ fn main() -> ExitCode {
         println!("treeline-bundle {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let (wasm, out_dir, name, split) = match args.as_slice() {
-        [wasm, out_dir, name] => (wasm, out_dir, name, false),
-        [wasm, out_dir, name, flag] if flag == "--split" => (wasm, out_dir, name, true),
-        _ => {
-            eprintln!("usage: treeline-bundle WASM OUT_DIR NAME [--split]");
-            return ExitCode::from(2);
-        }
+    let [wasm, out_dir, name] = args.as_slice() else {
+        eprintln!("usage: treeline-bundle WASM OUT_DIR NAME");
+        return ExitCode::from(2);
     };
-    match bundle(Path::new(wasm), Path::new(out_dir), name, split) {
+    match bundle(Path::new(wasm), Path::new(out_dir), name) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("treeline-bundle: {wasm}: {e:#}");
@@ -45,12 +41,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn bundle(wasm: &Path, out_dir: &Path, name: &str, split: bool) -> anyhow::Result<()> {
-    let mut bindgen = Bindgen::new();
-    bindgen.web(true)?.out_name(name).typescript(false);
-    if !split {
-        return bindgen.input_path(wasm).demangle(true).generate(out_dir);
-    }
+fn bundle(wasm: &Path, out_dir: &Path, name: &str) -> anyhow::Result<()> {
     let input = std::fs::read(wasm).context("reading the wasm")?;
     let main = out_dir.join(format!("{name}_main.wasm"));
     let main_module = format!("./{name}.js");
@@ -64,8 +55,11 @@ fn bundle(wasm: &Path, out_dir: &Path, name: &str, split: bool) -> anyhow::Resul
     let manifest = serde_json::to_string_pretty(&chunks.prefetch_map)?;
     std::fs::write(out_dir.join(MANIFEST), manifest).context("writing the chunk manifest")?;
     // The chunks call the main module's functions by their linker names.
-    bindgen
+    Bindgen::new()
+        .web(true)?
         .input_path(&main)
+        .out_name(name)
+        .typescript(false)
         .keep_lld_exports(true)
         .demangle(false)
         .generate(out_dir)?;
