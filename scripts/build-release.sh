@@ -37,7 +37,8 @@ SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
 # Panic messages name their source files: the dependencies' by crate, not by where
 # this machine keeps them (a lazy route's chunk name hashes its file too, so only
 # paths outside the workspace are remapped: the server's build names the same).
-# Measured: the main module 243 KB gzip instead of 274 (README).
+# (The main module went from 274 KB gzip to 243 with it, but not because of it:
+# the same source built under `make test` gives 274 again; README.)
 REMAP="--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}/registry/src/="
 step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
