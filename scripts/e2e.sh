@@ -43,7 +43,15 @@ say "loading the demo (--small) into it"
   || { cat "$DATA/demo.log"; tail -50 "$DATA/server.log"; exit 1; }
 cd "$ROOT/end2end"
 say "running the Playwright tests in ${CHROMIUM:-/usr/bin/chromium}"
-if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test "$@"; then
-  echo "--- server log ---"; tail -50 "$DATA/server.log"
-  echo "--- signed-in server log ---"; tail -30 "$AUTH_DATA/server.log"; exit 1
+if ! BASE_URL="http://127.0.0.1:$PORT" npx playwright test "$@" 2>&1 | tee "$DATA/playwright.log"; then
+  echo "--- server log ---"; tail -40 "$DATA/server.log"
+  echo "--- signed-in server log ---"; tail -20 "$AUTH_DATA/server.log"
+  # Last, where a log that keeps only its tail still shows it: which tests failed, and why.
+  echo "--- failed ---"
+  sed 's/\x1b\[[0-9;]*m//g' "$DATA/playwright.log" | awk '
+    /^  [0-9]+\) / { n = 8 }
+    n > 0 && NF { print; n-- }
+    /^  [0-9]+ (failed|flaky)/ { tail = 1 }
+    tail'
+  exit 1
 fi

@@ -1,5 +1,6 @@
 //! The `treeline` command line.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -142,6 +143,8 @@ pub fn main() -> ExitCode {
     #[cfg(not(feature = "devtools"))]
     let quiet = false;
     tracing_subscriber::fmt()
+        // Colour codes only for a person at a terminal, not in a log file.
+        .with_ansi(std::io::stdout().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
                 if quiet {
