@@ -1,4 +1,4 @@
-import { test, expect, createRun, sendEvents, chooseOnceHydrated } from "./fixtures";
+import { test, expect, createRun, sendEvents } from "./fixtures";
 
 const RUN = "e2e-filters";
 const rollout = (i: number) => {
@@ -61,7 +61,8 @@ test("a filter built in the builder narrows the list, rides the URL and survives
 test("the list sorts by a root attribute and pins it as a column", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}`);
   const list = page.getByRole("list", { name: "Traces", exact: true });
-  await chooseOnceHydrated(page, page.getByLabel("Sort by"), "attr.reward", /sort=attr\.reward/);
+  await page.getByLabel("Sort by").selectOption("attr.reward");
+  await expect(page).toHaveURL(/sort=attr\.reward/);
   await expect(list.locator(".name").first()).toHaveText("rollout 7");
   await page.getByLabel("Sort order").selectOption("asc");
   await expect(page).toHaveURL(/order=asc/);
@@ -75,7 +76,8 @@ test("the list sorts by a root attribute and pins it as a column", async ({ page
 
 test("a project picker scopes the list, and a run is found by a piece of its name", async ({ page }) => {
   await page.goto("/traces");
-  await chooseOnceHydrated(page, page.getByLabel("Project"), "filters-e2e", /project=filters-e2e/);
+  await page.getByLabel("Project").selectOption("filters-e2e");
+  await expect(page).toHaveURL(/project=filters-e2e/);
   const runs = page.getByRole("combobox", { name: "Run", exact: true });
   await expect(runs.locator("option")).toHaveText(["All runs of the project", "filtered run — filters-e2e"]);
   const list = page.getByRole("list", { name: "Traces", exact: true });
@@ -100,7 +102,8 @@ test("a time window scopes browsing across runs and says which applies", async (
   await expect(list.getByRole("listitem")).toHaveCount(8);
   await expect(page.locator(".window")).toHaveText("updated in the last 7 days");
 
-  await chooseOnceHydrated(page, picker, "1h", /window=1h/);
+  await picker.selectOption("1h");
+  await expect(page).toHaveURL(/window=1h/);
   await expect(page.locator(".window")).toHaveText("updated in the last hour");
   await expect(list.getByRole("listitem")).toHaveCount(8);
 

@@ -1,8 +1,28 @@
-import { test as base, expect, type APIRequestContext, type Locator, type Page } from "@playwright/test";
+import { test as base, expect, type APIRequestContext, type Page } from "@playwright/test";
 
 /** Fails the test on any browser console error or uncaught page error: that is
  * what a broken hydration looks like. */
-export const test = base.extend<{ consoleErrors: string[] }>({
+export const test = base.extend<{ consoleErrors: string[]; untilLive: boolean }>({
+  /** Whether `page.goto` returns only once the page answers input (see `live`). A
+   * test of what happens before hydration turns it off with `test.use`. */
+  untilLive: [true, { option: true }],
+  page: async ({ page, untilLive }, use) => {
+    if (untilLive) {
+      const goto = page.goto.bind(page);
+      page.goto = async (url, options) => {
+        const response = await goto(url, options);
+        await live(page);
+        return response;
+      };
+      const reload = page.reload.bind(page);
+      page.reload = async (options) => {
+        const response = await reload(options);
+        await live(page);
+        return response;
+      };
+    }
+    await use(page);
+  },
   consoleErrors: [
     async ({ page }, use) => {
       const errors: string[] = [];
@@ -18,14 +38,15 @@ export const test = base.extend<{ consoleErrors: string[] }>({
 });
 export { expect };
 
-/** Chooses `value` in `select` until the URL matches `url`: a choice made before
- * the page has hydrated changes nothing, and on a cold first run hydration can
- * take a few seconds. */
-export async function chooseOnceHydrated(page: Page, select: Locator, value: string, url: RegExp): Promise<void> {
-  await expect(async () => {
-    await select.selectOption(value);
-    await expect(page).toHaveURL(url, { timeout: 1_000 });
-  }).toPass();
+/** Waits until the page's wasm has taken over the server-rendered page (the app then
+ * marks <html data-hydrated>): a click or a key before that does nothing. A page
+ * without the app, such as the sign-in form, is live at once. */
+export async function live(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () =>
+      document.documentElement.hasAttribute("data-hydrated") ||
+      !document.querySelector('link[href="/pkg/treeline_bg.wasm"]'),
+  );
 }
 
 /** Creates a run through the public API, as a training script would. */

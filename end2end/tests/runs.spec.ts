@@ -34,21 +34,26 @@ test("a run shows its trace and failed-trace counts", async ({ page }) => {
   await expect(row.getByRole("cell").nth(6)).toHaveText("1");
 });
 
-test("what a reader types before the page hydrates stays and filters the list", async ({ page }) => {
-  // The bundle is held back until the reader has typed, so the typing lands on the
-  // server-rendered page.
-  let release!: () => void;
-  const typed = new Promise<void>((resolve) => (release = resolve));
-  await page.route("**/pkg/treeline_bg.wasm", async (route) => {
-    await typed;
-    await route.continue();
+test.describe("before hydration", () => {
+  // goto must not wait for the page to go live: the test holds the bundle back.
+  test.use({ untilLive: false });
+
+  test("what a reader types before the page hydrates stays and filters the list", async ({ page }) => {
+    // The bundle is held back until the reader has typed, so the typing lands on the
+    // server-rendered page.
+    let release!: () => void;
+    const typed = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/pkg/treeline_bg.wasm", async (route) => {
+      await typed;
+      await route.continue();
+    });
+    await page.goto("/");
+    const table = page.getByRole("table");
+    await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
+    await page.getByLabel("Filter runs").fill("grpo");
+    release();
+    await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toHaveCount(0);
+    await expect(table.getByRole("row", { name: /grpo-run-7/ })).toBeVisible();
+    await expect(page.getByLabel("Filter runs")).toHaveValue("grpo");
   });
-  await page.goto("/");
-  const table = page.getByRole("table");
-  await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
-  await page.getByLabel("Filter runs").fill("grpo");
-  release();
-  await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toHaveCount(0);
-  await expect(table.getByRole("row", { name: /grpo-run-7/ })).toBeVisible();
-  await expect(page.getByLabel("Filter runs")).toHaveValue("grpo");
 });

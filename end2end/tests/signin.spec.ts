@@ -1,4 +1,4 @@
-import { test, expect } from "./fixtures";
+import { test, expect, live } from "./fixtures";
 import { expectNoA11yViolations } from "./a11y";
 
 // A second server, started by scripts/e2e.sh with stored keys, so it asks for sign-in.
@@ -45,6 +45,7 @@ test("a signed-out deep link signs in, then opens the same span; signing out end
   await page.getByRole("button", { name: "Sign in" }).click();
 
   await expect(page).toHaveURL(`${BASE}${deep}`);
+  await live(page);
   const tree = page.getByRole("tree");
   await expect(tree.getByRole("treeitem", { name: /lookup tool/ })).toHaveAttribute("aria-selected", "true");
   const inspector = page.getByRole("complementary", { name: "Span inspector" });

@@ -25,6 +25,7 @@ macro_rules! route {
             }
 
             fn view(_this: Self) -> AnyView {
+                super::mark_live();
                 $page().into_any()
             }
         }
@@ -36,6 +37,7 @@ macro_rules! route {
             }
 
             async fn view(_this: Self) -> AnyView {
+                super::mark_live();
                 $page().into_any()
             }
         }
