@@ -31,6 +31,11 @@ const SPAN_CHUNK: usize = 1_000;
 /// The writer's page cache. Small on purpose: a large one made each batch slower
 /// to commit (measured: 64 MiB gave 75k events/s, 8 MiB 93k).
 const WRITER_CACHE_KIB: i64 = 8 * 1024;
+/// WAL pages between the writer's checkpoints (SQLite's default is 1,000). A page
+/// that many commits touch is copied back once per checkpoint, so fewer checkpoints
+/// copy less: on SDK traffic they took 7.7% of the server's CPU at 1,000 and 4.4% at
+/// 10,000, for a WAL of up to 40 MB.
+const CHECKPOINT_PAGES: u32 = 10_000;
 /// Each reader's page cache: long trace-list scans want it (project search p95 was
 /// 52 ms with 8 MiB, 18 ms with 32 MiB, at 1M traces), and ingest does not mind.
 const READER_CACHE_KIB: i64 = 32 * 1024;
@@ -82,7 +87,8 @@ impl SqliteStore {
             .connect_with(
                 options
                     .clone()
-                    .pragma("cache_size", format!("-{WRITER_CACHE_KIB}")),
+                    .pragma("cache_size", format!("-{WRITER_CACHE_KIB}"))
+                    .pragma("wal_autocheckpoint", CHECKPOINT_PAGES.to_string()),
             )
             .await?;
         super::migrations::sqlite().await?.run(&writer).await?;
