@@ -1,4 +1,4 @@
-import { test, expect, createRun, sendEvents } from "./fixtures";
+import { test, expect, createRun, sendEvents, live } from "./fixtures";
 
 const RUN = "e2e-filters";
 const rollout = (i: number) => {
@@ -124,4 +124,36 @@ test("a time window scopes browsing across runs and says which applies", async (
   await page.goto(`/traces?run_id=${RUN}&window=range&from=2020-01-01T00%3A00&to=2020-01-02T00%3A00`);
   await expect(list.getByRole("listitem")).toHaveCount(8);
   await expect(picker).toBeDisabled();
+});
+
+test.describe("before hydration", () => {
+  // goto must not wait for the page to go live: the test holds the bundle back.
+  test.use({ untilLive: false });
+
+  test("what a reader types and chooses while the page loads is kept once it hydrates", async ({ page }) => {
+    let release!: () => void;
+    const typed = new Promise<void>((resolve) => (release = resolve));
+    await page.route("**/pkg/treeline_bg.wasm", async (route) => {
+      await typed;
+      await route.continue();
+    });
+    await page.goto(`/traces?run_id=${RUN}`);
+    await page.getByLabel("Filter field").selectOption("attr.reward");
+    await page.getByLabel("Filter operator").selectOption("<");
+    await page.getByLabel("Filter value").fill("0.35");
+    await page.getByLabel("Search").fill("a b c d e f g h i");
+    await page.getByLabel("Find a run").fill("filtered r");
+    release();
+    await live(page);
+    // The search box kept its text, and the page counts its terms.
+    await expect(page.getByText("9 terms: at most 8 are allowed")).toBeVisible();
+    await expect(page.getByLabel("Search")).toHaveValue("a b c d e f g h i");
+    // The run finder looks up what was typed.
+    await expect(page.locator("#run-matches option")).toHaveCount(1);
+    // The builder adds the filter that was chosen, not its defaults.
+    await expect(page.getByLabel("Filter value")).toHaveValue("0.35");
+    await page.getByRole("button", { name: "Add filter" }).click();
+    await expect(page).toHaveURL(/filter=attr\.reward%20%3C%200\.35/);
+    await expect(page.getByRole("list", { name: "Traces", exact: true }).getByRole("listitem")).toHaveCount(4);
+  });
 });

@@ -1,6 +1,7 @@
 pub mod body;
 pub mod chart;
 pub mod compare;
+pub mod early_input;
 pub mod filter_builder;
 pub mod filters;
 pub mod inspector;

@@ -6,6 +6,7 @@ use leptos::prelude::*;
 use treeline_wire::filter::{AttributeKey, Total, TraceFilter, MAX_FILTERS};
 
 use crate::ui::api;
+use crate::ui::components::early_input;
 use crate::ui::url::WorkspaceUrl;
 
 /// The "failed beneath" filter: a trace with a failed span anywhere in it, even
@@ -124,6 +125,9 @@ fn Builder(
     let op = RwSignal::new(">".to_string());
     let value = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
+    early_input::keep(r#"form.builder select[aria-label="Filter field"]"#, field);
+    early_input::keep(r#"form.builder select[aria-label="Filter operator"]"#, op);
+    early_input::keep(r#"form.builder input[aria-label="Filter value"]"#, value);
     let keys = StoredValue::new(keys);
     // What the value box suggests: a number key's range, a string key's values.
     let chosen = move || {

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use crate::ui::api::{self, ApiError};
+use crate::ui::components::early_input;
 use crate::ui::components::window_picker::WindowPicker;
 use crate::ui::format;
 use crate::ui::url::WorkspaceUrl;
@@ -85,7 +86,15 @@ pub fn Filters(
         },
     );
     let text = RwSignal::new(url.get_untracked().q.unwrap_or_default());
-    Effect::new(move |_| text.set(url.get().q.unwrap_or_default()));
+    // A new address brings its own search; the first run would only repeat it, and
+    // would undo what `early_input` restores.
+    Effect::watch(
+        move || url.get().q,
+        move |q, _, _| text.set(q.clone().unwrap_or_default()),
+        false,
+    );
+    early_input::keep(r#"form.filters input[name="q"]"#, text);
+    early_input::keep(r#"form.filters input[list="run-matches"]"#, find);
     let terms = move || text.get().split_whitespace().count();
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
