@@ -32,13 +32,13 @@ mkdir -p "$LOGS" "$PKG"
 started=$SECONDS
 
 # Split by route (app/src/ui/routes.rs): the wasm keeps its relocations, which
-# treeline-bundle needs to cut the lazy routes' code into chunks.
-SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs"
+# treeline-bundle needs to cut the lazy routes' code into chunks. Each constant
+# keeps a data segment of its own: in some builds the merged segment kept every
+# page's constants in the main module (274 KB gzip against 251 unmerged).
+SPLIT_FLAGS="--cfg treeline_split -Clink-args=--emit-relocs -Clink-args=--no-merge-data-segments"
 # Panic messages name their source files: the dependencies' by crate, not by where
 # this machine keeps them (a lazy route's chunk name hashes its file too, so only
 # paths outside the workspace are remapped: the server's build names the same).
-# (The main module went from 274 KB gzip to 243 with it, but not because of it:
-# the same source built under `make test` gives 274 again; README.)
 REMAP="--remap-path-prefix=${CARGO_HOME:-$HOME/.cargo}/registry/src/="
 step wasm "browser bundle: compiling the wasm" "2-3 min from scratch" "$LOGS/wasm.log" \
   "$(crate_count -p treeline-frontend --target wasm32-unknown-unknown)" -- \
