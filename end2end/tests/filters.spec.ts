@@ -1,4 +1,4 @@
-import { test, expect, createRun, sendEvents, live } from "./fixtures";
+import { test, expect, createRun, sendEvents, live, holdBundle } from "./fixtures";
 
 const RUN = "e2e-filters";
 const rollout = (i: number) => {
@@ -131,12 +131,7 @@ test.describe("before hydration", () => {
   test.use({ untilLive: false });
 
   test("what a reader types and chooses while the page loads is kept once it hydrates", async ({ page }) => {
-    let release!: () => void;
-    const typed = new Promise<void>((resolve) => (release = resolve));
-    await page.route("**/pkg/treeline_bg.wasm", async (route) => {
-      await typed;
-      await route.continue();
-    });
+    const release = await holdBundle(page);
     await page.goto(`/traces?run_id=${RUN}`);
     await page.getByLabel("Filter field").selectOption("attr.reward");
     await page.getByLabel("Filter operator").selectOption("<");

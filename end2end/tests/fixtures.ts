@@ -49,6 +49,18 @@ export async function live(page: Page): Promise<void> {
   );
 }
 
+/** Holds the page's wasm back until the returned function is called, so that what
+ * the test does first lands on the server-rendered page (use with untilLive off). */
+export async function holdBundle(page: Page): Promise<() => void> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await page.route("**/pkg/treeline_bg.wasm", async (route) => {
+    await released;
+    await route.continue();
+  });
+  return release;
+}
+
 /** Creates a run through the public API, as a training script would. */
 export async function createRun(
   request: APIRequestContext,

@@ -1,4 +1,4 @@
-import { test, expect, createRun, sendEvents } from "./fixtures";
+import { test, expect, createRun, sendEvents, holdBundle } from "./fixtures";
 import { expectNoA11yViolations } from "./a11y";
 
 test.beforeAll(async ({ request }) => {
@@ -39,14 +39,8 @@ test.describe("before hydration", () => {
   test.use({ untilLive: false });
 
   test("what a reader types before the page hydrates stays and filters the list", async ({ page }) => {
-    // The bundle is held back until the reader has typed, so the typing lands on the
-    // server-rendered page.
-    let release!: () => void;
-    const typed = new Promise<void>((resolve) => (release = resolve));
-    await page.route("**/pkg/treeline_bg.wasm", async (route) => {
-      await typed;
-      await route.continue();
-    });
+    // Typed while the bundle is held back: on the server-rendered page.
+    const release = await holdBundle(page);
     await page.goto("/");
     const table = page.getByRole("table");
     await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
