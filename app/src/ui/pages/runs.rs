@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
 use crate::ui::api::{self, encode};
+use crate::ui::components::early_input;
 use crate::ui::components::status::RunBadge;
 use crate::ui::format;
 use treeline_wire::RunSummary;
@@ -15,17 +16,7 @@ pub fn RunsPage() -> impl IntoView {
     let runs = Resource::new(project, api::runs);
     let projects = Resource::new(|| (), |_| api::projects());
     let filter = RwSignal::new(String::new());
-    // The box is the filter's only writer, so it is not bound to the signal: binding
-    // it would clear what a reader typed before the page hydrated. That text is taken
-    // once the page is live.
-    let input = NodeRef::<leptos::html::Input>::new();
-    Effect::new(move |_| {
-        if let Some(typed) = input.get().map(|el| el.value()) {
-            if !typed.is_empty() {
-                filter.set(typed);
-            }
-        }
-    });
+    early_input::keep(r#"section.runs label.filter input"#, filter);
 
     view! {
         <section class="page runs">
@@ -60,7 +51,7 @@ pub fn RunsPage() -> impl IntoView {
                     <input
                         type="search"
                         placeholder="name or project"
-                        node_ref=input
+                        prop:value=move || filter.get()
                         on:input=move |ev| filter.set(event_target_value(&ev))
                     />
                 </label>
