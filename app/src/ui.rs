@@ -62,24 +62,6 @@ fn Account() -> impl IntoView {
     }
 }
 
-/// Marks the page as answering input (`<html data-hydrated>`) once hydration reaches
-/// the caller. Each page's view calls it, so a deep link to a lazy page is marked
-/// only when its chunk has hydrated too. Until then a click or a key does nothing,
-/// so the browser tests wait for it before they act.
-pub(crate) fn mark_live() {
-    Effect::new(|| {
-        if let Some(root) = document().document_element() {
-            _ = root.set_attribute("data-hydrated", "");
-        }
-    });
-}
-
-#[component]
-fn NotFound() -> impl IntoView {
-    mark_live();
-    view! { <h1>"Page not found"</h1><p class="empty">"Nothing lives at this address."</p> }
-}
-
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -96,7 +78,7 @@ pub fn App() -> impl IntoView {
                 <Account/>
             </header>
             <main>
-                <Routes fallback=NotFound>
+                <Routes fallback=|| view! { <h1>"Page not found"</h1><p class="empty">"Nothing lives at this address."</p> }>
                     <Route path=path!("") view=pages::runs::RunsPage/>
                     <Route path=path!("/runs/:run_id") view={Lazy::<routes::RunDetail>::new()}/>
                     <Route path=path!("/traces") view={Lazy::<routes::Traces>::new()}/>

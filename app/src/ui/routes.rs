@@ -25,7 +25,6 @@ macro_rules! route {
             }
 
             fn view(_this: Self) -> AnyView {
-                super::mark_live();
                 $page().into_any()
             }
         }
@@ -37,7 +36,6 @@ macro_rules! route {
             }
 
             async fn view(_this: Self) -> AnyView {
-                super::mark_live();
                 $page().into_any()
             }
         }

@@ -10,7 +10,6 @@ use treeline_wire::RunSummary;
 /// `/`: every run, newest first, by project, narrowed by a filter as you type.
 #[component]
 pub fn RunsPage() -> impl IntoView {
-    crate::ui::mark_live();
     let query = use_query_map();
     let project = move || query.read().get("project");
     let runs = Resource::new(project, api::runs);
