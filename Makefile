@@ -59,11 +59,10 @@ py-venv:
 dev: tools
 	@WANT=leptos scripts/setup-tools.sh
 	$(say) "watching: rebuilds and reloads on every change"
-	@# cargo-leptos rewrites the bundle but not `make build`'s gzipped copies, which
-	@# the server would send in its place, nor its route chunks and their manifest,
-	@# whose preload links pages would carry (dev builds are not split).
-	rm -f target/site/pkg/*.gz target/site/pkg/split_*.wasm target/site/pkg/chunk_*.wasm \
-	  target/site/pkg/__wasm_split*
+	@# cargo-leptos writes the whole of pkg/ (wasm, JS, CSS) but leaves `make build`'s
+	@# files beside it: gzipped copies the server would send in its place, and route
+	@# chunks with a manifest whose preload links pages would carry (dev is not split).
+	rm -rf target/site/pkg
 	cargo leptos watch
 
 # Everything a clean clone needs, in this order: the system packages and the Python

@@ -75,8 +75,8 @@ bundle() {
   stamp >"$STAMP"
 }
 # Every file the bundle is made of is there, with its gzip copy: the main module,
-# the glue, and each chunk the manifest names (`make dev` deletes the copies and
-# the chunks when it rewrites the bundle).
+# the glue, and each chunk the manifest names (`make dev` empties the directory
+# before it writes its own bundle).
 complete() {
   local stem
   [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] || return 1

@@ -50,7 +50,7 @@ async function code(page: Page) {
 }
 
 // Types into `box` until `works` shows, which only the hydrated page can show.
-async function untilLive(box: ReturnType<Page["getByLabel"]>, text: string, works: ReturnType<Page["getByText"]>) {
+async function untilAnswering(box: ReturnType<Page["getByLabel"]>, text: string, works: ReturnType<Page["getByText"]>) {
   await expect(async () => {
     await box.fill("");
     await box.fill(text);
@@ -65,7 +65,7 @@ for (const link of LINKS) {
     await page.goto("/", { waitUntil: "commit" });
     await expect(page.getByRole("table")).toBeVisible();
     const shown = Date.now() - started;
-    await untilLive(page.getByLabel("Filter runs"), "no run is named this", page.getByText(/^0 of \d+ runs$/));
+    await untilAnswering(page.getByLabel("Filter runs"), "no run is named this", page.getByText(/^0 of \d+ runs$/));
     const interactive = Date.now() - started;
     const c = await code(page);
     console.log(
@@ -84,7 +84,7 @@ for (const link of LINKS) {
     await page.goto(DEEP_LINK, { waitUntil: "commit" });
     await expect(page.getByRole("tree").getByRole("treeitem").first()).toBeVisible();
     const shown = Date.now() - started;
-    await untilLive(page.getByLabel("Search"), "a b c d e f g h i", page.getByText("9 terms: at most 8 are allowed"));
+    await untilAnswering(page.getByLabel("Search"), "a b c d e f g h i", page.getByText("9 terms: at most 8 are allowed"));
     const interactive = Date.now() - started;
     const c = await code(page);
     console.log(
