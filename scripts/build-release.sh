@@ -60,12 +60,17 @@ stamp() {
 # The server sends `F.gz` in place of F to a browser that accepts gzip (its
 # bundle files, serve.rs): the wasm goes out as about a third of its size.
 precompress() { gzip -9 -k -f -n "$@"; }
+# Low memory (under 1 KB) is never addressed on purpose, so a constant added to a
+# pointer can become the instruction's offset (1.2 KB gzip off the main module).
+# The producers and target-features sections are for tools, not browsers.
+WASM_OPT_FLAGS=(--enable-bulk-memory --enable-nontrapping-float-to-int --low-memory-unused
+  --strip-producers --strip-target-features)
 bundle() {
   local tmp=$PKG.tmp f
   rm -rf "$tmp" && mkdir -p "$tmp"
   treeline-bundle "$WASM_IN" "$tmp" "$NAME"
   for f in "$tmp"/*.wasm; do
-    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$f" -o "$f"
+    wasm-opt -Oz "${WASM_OPT_FLAGS[@]}" "$f" -o "$f"
   done
   # Chunk names carry a hash of where their code is: last build's would linger.
   rm -f "$PKG"/split_*.wasm* "$PKG"/chunk_*.wasm* "$PKG"/__wasm_split*

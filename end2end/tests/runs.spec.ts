@@ -4,6 +4,7 @@ import { expectNoA11yViolations } from "./a11y";
 test.beforeAll(async ({ request }) => {
   await createRun(request, "e2e-ppo", "cartpole", "ppo-seed-1");
   await createRun(request, "e2e-grpo", "math-agent", "grpo-run-7");
+  await createRun(request, "e2e-umlaut", "cartpole", "Ölmühle-seed-3");
   await sendEvents(request, "e2e-ppo", [
     { op: "open", trace_id: "t1", span_id: "root", name: "rollout 1", kind: "rollout", ts: 1, step: 1 },
     { op: "close", trace_id: "t1", span_id: "root", status: "error", ts: 5 },
@@ -22,6 +23,12 @@ test("the runs page renders on the server and hydrates", async ({ page }) => {
   // Other runs (the demo's) may match too: the counter agrees with the rows shown.
   const shown = await table.locator("tbody").getByRole("row").count();
   await expect(page.getByText(new RegExp(`^${shown} of \\d+ runs$`))).toBeVisible();
+  // Case does not matter, beyond ASCII too.
+  await page.getByLabel("Filter runs").fill("ÖLMÜHLE");
+  await expect(table.getByRole("row", { name: /Ölmühle-seed-3/ })).toBeVisible();
+  await expect(table.getByRole("row", { name: /grpo-run-7/ })).toHaveCount(0);
+  await page.getByLabel("Filter runs").fill("GRPO-Run");
+  await expect(table.getByRole("row", { name: /grpo-run-7/ })).toBeVisible();
   await page.getByLabel("Filter runs").fill("");
   await expect(table.getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
   await expectNoA11yViolations(page);

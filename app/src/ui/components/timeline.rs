@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use super::chart::{percent_of, LineChart};
-use crate::ui::api;
+use crate::ui::{api, format};
 use treeline_wire::{StepActivity, StepsResponse};
 
 /// Runs of consecutive covered steps that had errors, as (first, last).
@@ -54,7 +54,7 @@ fn marker_label(s: &StepActivity) -> String {
 pub(crate) fn preferred_metric(keys: &[String]) -> Option<String> {
     ["reward", "return"]
         .iter()
-        .find_map(|word| keys.iter().find(|k| k.to_lowercase().contains(word)))
+        .find_map(|word| keys.iter().find(|k| format::lowercase(k).contains(word)))
         .or_else(|| keys.first())
         .cloned()
 }

@@ -80,18 +80,20 @@ pub fn RunsPage() -> impl IntoView {
 fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
     let total = rows.len();
     let now = format::now_us();
-    let rows = StoredValue::new(rows);
+    // What the filter matches, lower-cased once per run rather than per keystroke.
+    let haystacks: Vec<String> = rows
+        .iter()
+        .map(|r| format::lowercase(&format!("{}\n{}\n{}", r.name, r.project, r.run_id)))
+        .collect();
+    let rows = StoredValue::new(rows.into_iter().zip(haystacks).collect::<Vec<_>>());
     let visible = move || {
-        let needle = filter.get().to_lowercase();
-        rows.get_value()
-            .into_iter()
-            .filter(|r| {
-                needle.is_empty()
-                    || r.name.to_lowercase().contains(&needle)
-                    || r.project.to_lowercase().contains(&needle)
-                    || r.run_id.to_lowercase().contains(&needle)
-            })
-            .collect::<Vec<_>>()
+        let needle = format::lowercase(&filter.get());
+        rows.with_value(|rows| {
+            rows.iter()
+                .filter(|(_, haystack)| haystack.contains(&needle))
+                .map(|(run, _)| run.clone())
+                .collect::<Vec<_>>()
+        })
     };
     view! {
         <p class="count">{move || format!("{} of {total} runs", visible().len())}</p>
