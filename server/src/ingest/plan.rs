@@ -91,13 +91,47 @@ pub struct Adoption {
     pub step: Option<i64>,
 }
 
-type Key = (String, String);
+/// A batch's spans by `(trace id, span id)`, keyed by one byte string: the trace
+/// id's length, then both ids. Lookups build it in a reused buffer, so finding a
+/// span allocates nothing (an event looks up its span and parent several times).
+#[derive(Default)]
+struct SpanIndex {
+    slots: HashMap<Vec<u8>, usize>,
+    scratch: Vec<u8>,
+}
+
+impl SpanIndex {
+    fn with_capacity(n: usize) -> Self {
+        SpanIndex {
+            slots: HashMap::with_capacity(n),
+            scratch: Vec::new(),
+        }
+    }
+
+    fn key(&mut self, trace_id: &str, span_id: &str) {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&trace_id.len().to_le_bytes());
+        self.scratch.extend_from_slice(trace_id.as_bytes());
+        self.scratch.extend_from_slice(span_id.as_bytes());
+    }
+
+    fn get(&mut self, trace_id: &str, span_id: &str) -> Option<usize> {
+        self.key(trace_id, span_id);
+        self.slots.get(self.scratch.as_slice()).copied()
+    }
+
+    fn insert(&mut self, trace_id: &str, span_id: &str, slot: usize) {
+        self.key(trace_id, span_id);
+        self.slots.insert(self.scratch.clone(), slot);
+    }
+}
 
 struct Batch<'l, L: Loader> {
     loader: &'l mut L,
     now: i64,
-    spans: HashMap<Key, SpanWrite>,
-    order: Vec<Key>,
+    /// Every span the batch touches, in the order first touched (the plan's).
+    spans: Vec<SpanWrite>,
+    index: SpanIndex,
     traces: HashMap<String, TraceWrite>,
     before: HashMap<String, Option<Activity>>,
     plan: Plan,
@@ -110,46 +144,48 @@ pub async fn plan_batch<L: Loader>(
     events: Vec<(usize, SpanEvent)>,
     now: i64,
 ) -> Result<Plan, L::Error> {
-    let mut keys: Vec<Key> = Vec::new();
-    let mut seen = HashSet::with_capacity(events.len());
     let mut trace_ids = Vec::new();
     let mut seen_traces = HashSet::new();
     for (_, event) in &events {
-        let key = (event.trace_id().to_string(), event.span_id().to_string());
-        if seen.insert(key.clone()) {
-            keys.push(key);
-        }
-        if let SpanEvent::Open(OpenEvent {
-            parent_span_id: Some(p),
-            trace_id,
-            ..
-        }) = event
-        {
-            let key = (trace_id.clone(), p.clone());
-            if seen.insert(key.clone()) {
-                keys.push(key);
-            }
-        }
         if seen_traces.insert(event.trace_id()) {
             trace_ids.push(event.trace_id().to_string());
         }
     }
+    let known = loader.load_traces(&trace_ids).await?;
+    // Every stored span's trace has a summary row, written in the same transaction,
+    // so only spans of known traces can exist: a batch of new traces probes nothing.
+    let mut keys: Vec<(String, String)> = Vec::new();
+    if !known.is_empty() {
+        let known_ids: HashSet<&str> = known.iter().map(|t| t.trace_id.as_str()).collect();
+        let mut seen = HashSet::new();
+        for (_, event) in &events {
+            let trace_id = event.trace_id();
+            if !known_ids.contains(trace_id) {
+                continue;
+            }
+            let parent = match event {
+                SpanEvent::Open(open) => open.parent_span_id.as_deref(),
+                SpanEvent::Close(_) => None,
+            };
+            for span_id in std::iter::once(event.span_id()).chain(parent) {
+                if seen.insert((trace_id, span_id)) {
+                    keys.push((trace_id.to_string(), span_id.to_string()));
+                }
+            }
+        }
+    }
     // Sized up front: a span's entry is large, and each doubling moved them all into
     // freshly zeroed memory (5 % of the server's CPU on SDK traffic, under perf).
+    let capacity = events.len();
     let mut batch = Batch {
         now,
-        spans: HashMap::with_capacity(seen.len()),
-        order: Vec::with_capacity(seen.len()),
+        spans: Vec::with_capacity(capacity),
+        index: SpanIndex::with_capacity(capacity),
         traces: HashMap::with_capacity(trace_ids.len()),
         before: HashMap::with_capacity(trace_ids.len()),
         plan: Plan::default(),
         loader,
     };
-    let known = batch.loader.load_traces(&trace_ids).await?;
-    // Every stored span's trace has a summary row, written in the same transaction,
-    // so only spans of known traces can exist: a batch of new traces probes nothing.
-    let known_ids: HashSet<&str> = known.iter().map(|t| t.trace_id.as_str()).collect();
-    keys.retain(|(trace_id, _)| known_ids.contains(trace_id.as_str()));
     if !keys.is_empty() {
         for state in batch.loader.load_spans(&keys).await? {
             batch.insert(state);
@@ -177,62 +213,78 @@ pub async fn plan_batch<L: Loader>(
     Ok(batch.finish())
 }
 
-impl<L: Loader> Batch<'_, L> {
-    fn insert(&mut self, state: SpanState) {
-        let key = (state.trace_id.clone(), state.span_id.clone());
-        self.order.push(key.clone());
-        self.spans.insert(
-            key,
-            SpanWrite {
-                stored_attrs: state.attr_count,
-                state,
-                attributes: Map::new(),
-                metrics: Map::new(),
-                links: Vec::new(),
-                input: None,
-                output: None,
-                error: None,
-            },
-        );
-    }
-
-    fn span(&mut self, trace_id: &str, span_id: &str) -> &mut SpanWrite {
-        let key = (trace_id.to_string(), span_id.to_string());
-        if !self.spans.contains_key(&key) {
-            self.insert(SpanState::placeholder(trace_id, span_id));
+impl SpanWrite {
+    fn new(state: SpanState) -> Self {
+        SpanWrite {
+            stored_attrs: state.attr_count,
+            state,
+            attributes: Map::new(),
+            metrics: Map::new(),
+            links: Vec::new(),
+            input: None,
+            output: None,
+            error: None,
         }
-        self.spans.get_mut(&key).expect("inserted above")
+    }
+}
+
+/// The summary of `trace_id`, made on first touch; its update time moves to `now`.
+/// A function of the two maps, not of the batch, so a span can stay borrowed.
+fn trace_entry<'t>(
+    traces: &'t mut HashMap<String, TraceWrite>,
+    before: &mut HashMap<String, Option<Activity>>,
+    trace_id: &str,
+    now: i64,
+) -> &'t mut TraceWrite {
+    if !before.contains_key(trace_id) {
+        before.insert(trace_id.to_string(), None);
+    }
+    if !traces.contains_key(trace_id) {
+        let write = TraceWrite {
+            state: TraceState::new(trace_id, now),
+            attributes: Map::new(),
+        };
+        traces.insert(trace_id.to_string(), write);
+    }
+    let trace = traces.get_mut(trace_id).expect("inserted above");
+    trace.state.updated_us = trace.state.updated_us.max(now);
+    trace
+}
+
+impl<L: Loader> Batch<'_, L> {
+    fn insert(&mut self, state: SpanState) -> usize {
+        let slot = self.spans.len();
+        self.index.insert(&state.trace_id, &state.span_id, slot);
+        self.spans.push(SpanWrite::new(state));
+        slot
     }
 
-    fn trace(&mut self, trace_id: &str) -> &mut TraceWrite {
-        let now = self.now;
-        self.before.entry(trace_id.to_string()).or_insert(None);
-        let trace = self
-            .traces
-            .entry(trace_id.to_string())
-            .or_insert_with(|| TraceWrite {
-                state: TraceState::new(trace_id, now),
-                attributes: Map::new(),
-            });
-        trace.state.updated_us = trace.state.updated_us.max(now);
-        trace
+    /// Where the span is in `spans`; a placeholder is made for one not seen yet.
+    fn slot(&mut self, trace_id: &str, span_id: &str) -> usize {
+        match self.index.get(trace_id, span_id) {
+            Some(slot) => slot,
+            None => self.insert(SpanState::placeholder(trace_id, span_id)),
+        }
     }
 
     async fn open(&mut self, index: usize, open: OpenEvent) -> Result<(), L::Error> {
-        let (trace_id, span_id) = (open.trace_id.clone(), open.span_id.clone());
-        let key = (trace_id.clone(), span_id.clone());
-        let parent_step = match &open.parent_span_id {
-            Some(p) => self.span(&trace_id, p).state.step,
-            None => None,
-        };
-        let span = self.span(&trace_id, &span_id);
-        if span.state.has_open {
-            let message = format!("span {span_id} was already opened; this open was ignored");
+        let trace_id = open.trace_id.as_str();
+        let parent = open
+            .parent_span_id
+            .as_deref()
+            .map(|p| self.slot(trace_id, p));
+        let parent_step = parent.and_then(|p| self.spans[p].state.step);
+        let me = self.slot(trace_id, &open.span_id);
+        let s = &mut self.spans[me].state;
+        if s.has_open {
+            let message = format!(
+                "span {} was already opened; this open was ignored",
+                open.span_id
+            );
             self.plan.warnings.push(Warning { index, message });
             return Ok(());
         }
-        let had_children = span.state.child_count > 0;
-        let s = &mut span.state;
+        let had_children = s.child_count > 0;
         s.has_open = true;
         s.parent_span_id = open.parent_span_id.clone();
         s.name = open.name;
@@ -243,52 +295,54 @@ impl<L: Loader> Batch<'_, L> {
         s.thread_id = open.thread_id;
         let is_root = open.parent_span_id.is_none();
         let (attributes, warning) = self
-            .merge_attributes(&key, open.attributes, index, is_root)
+            .merge_attributes(me, open.attributes, index, is_root)
             .await?;
-        let span = self.span(&trace_id, &span_id);
+        let span = &mut self.spans[me];
         // The last input that arrived wins: one may also ride the close.
         if open.input.is_some() {
             span.input = open.input;
         }
-        let state = span.state.clone();
+        let (step, pending) = (
+            span.state.step,
+            span.state.error_count + i64::from(span.state.status == SpanStatus::Error),
+        );
         self.plan.warnings.extend(warning);
         if had_children {
             self.plan.adopt.push(Adoption {
-                trace_id: trace_id.clone(),
-                parent: span_id.clone(),
-                step: state.step,
+                trace_id: open.trace_id.clone(),
+                parent: open.span_id.clone(),
+                step,
             });
         }
 
         // Hang the span under its parent, and carry up the errors it already holds.
         let mut tree_parent = String::new();
         let mut ordinal = open.ordinal.unwrap_or(0);
-        if let Some(p) = &state.parent_span_id {
-            let parent = self.span(&trace_id, p);
+        if let (Some(p), Some(parent_id)) = (parent, open.parent_span_id.as_deref()) {
+            let parent = &mut self.spans[p].state;
             // Without the client's order, siblings take their order of arrival.
-            ordinal = open.ordinal.unwrap_or(parent.state.child_count);
-            parent.state.child_count = parent.state.child_count.saturating_add(1);
-            if parent.state.has_open {
-                tree_parent = p.clone();
+            ordinal = open.ordinal.unwrap_or(parent.child_count);
+            parent.child_count = parent.child_count.saturating_add(1);
+            if parent.has_open {
+                tree_parent = parent_id.to_string();
             }
-            let pending = state.error_count + i64::from(state.status == SpanStatus::Error);
             if pending > 0 {
-                self.propagate_errors(&trace_id, p, pending).await?;
+                self.propagate_errors(trace_id, parent_id, pending).await?;
             }
         }
-        let s = &mut self.span(&trace_id, &span_id).state;
-        s.tree_parent = Some(tree_parent);
-        s.ordinal = ordinal;
+        let state = &mut self.spans[me].state;
+        state.tree_parent = Some(tree_parent);
+        state.ordinal = ordinal;
 
-        let trace = self.trace(&trace_id);
+        let trace = trace_entry(&mut self.traces, &mut self.before, trace_id, self.now);
         let t = &mut trace.state;
         t.span_count += 1;
         t.kinds |= open.kind.bit();
         if open.kind == SpanKind::Iteration {
             t.iteration_count += 1;
         }
-        if state.parent_span_id.is_none() {
-            t.root_span_id = Some(span_id);
+        if is_root {
+            t.root_span_id = Some(open.span_id);
             t.name = state.name.clone();
             t.kind = state.kind;
             t.step = state.step;
@@ -310,16 +364,18 @@ impl<L: Loader> Batch<'_, L> {
     }
 
     async fn close(&mut self, index: usize, close: CloseEvent) -> Result<(), L::Error> {
-        let (trace_id, span_id) = (close.trace_id.clone(), close.span_id.clone());
-        let key = (trace_id.clone(), span_id.clone());
-        let span = self.span(&trace_id, &span_id);
-        if span.state.has_close {
-            let message = format!("span {span_id} was already closed; this close was ignored");
+        let trace_id = close.trace_id.as_str();
+        let me = self.slot(trace_id, &close.span_id);
+        let s = &mut self.spans[me].state;
+        if s.has_close {
+            let message = format!(
+                "span {} was already closed; this close was ignored",
+                close.span_id
+            );
             self.plan.warnings.push(Warning { index, message });
             return Ok(());
         }
         // A span interrupted by its run's finish has no close yet: this one wins.
-        let s = &mut span.state;
         let newly_failed = close.status == SpanStatus::Error && s.status != SpanStatus::Error;
         s.has_close = true;
         s.status = close.status;
@@ -327,9 +383,9 @@ impl<L: Loader> Batch<'_, L> {
         s.token_count = close.token_count;
         let is_root = s.is_root();
         let (attributes, warning) = self
-            .merge_attributes(&key, close.attributes, index, is_root)
+            .merge_attributes(me, close.attributes, index, is_root)
             .await?;
-        let span = self.span(&trace_id, &span_id);
+        let span = &mut self.spans[me];
         span.metrics.extend(close.metrics);
         span.links.extend(close.links);
         if close.input.is_some() {
@@ -337,19 +393,20 @@ impl<L: Loader> Batch<'_, L> {
         }
         span.output = close.output;
         span.error = close.error;
-        let state = span.state.clone();
         self.plan.warnings.extend(warning);
 
+        let state = &self.spans[me].state;
         if newly_failed && state.has_open {
-            if let Some(p) = &state.parent_span_id {
-                self.propagate_errors(&trace_id, p, 1).await?;
+            if let Some(p) = state.parent_span_id.clone() {
+                self.propagate_errors(trace_id, &p, 1).await?;
             }
         }
-        let trace = self.trace(&trace_id);
+        let state = &self.spans[me].state;
+        let trace = trace_entry(&mut self.traces, &mut self.before, trace_id, self.now);
         if newly_failed {
             trace.state.error_count += 1;
         }
-        if state.is_root() {
+        if is_root {
             trace.state.status = state.status;
             trace.state.end_us = state.end_us;
             trace.state.root_tokens = state.token_count;
@@ -369,15 +426,12 @@ impl<L: Loader> Batch<'_, L> {
     /// trace summary; other spans' events, nearly all of them, copy nothing.
     async fn merge_attributes(
         &mut self,
-        key: &Key,
+        slot: usize,
         incoming: Map<String, Value>,
         index: usize,
         lift: bool,
     ) -> Result<(Option<Map<String, Value>>, Option<Warning>), L::Error> {
-        let span = self
-            .spans
-            .get(key)
-            .expect("the event's span is in the batch");
+        let span = &self.spans[slot];
         let fresh = |name: &String| !span.attributes.contains_key(name);
         let new_names = incoming.keys().filter(|n| fresh(n)).count() as i64;
         let mut known: Option<HashSet<String>> = None;
@@ -386,19 +440,21 @@ impl<L: Loader> Batch<'_, L> {
             // may be among the incoming ones. Rare, so it may cost a read.
             let mut names: HashSet<String> = span.attributes.keys().cloned().collect();
             if span.stored_attrs > 0 {
-                let stored = self.loader.load_attribute_names(&key.0, &key.1).await?;
+                let (trace_id, span_id) = (span.state.trace_id.clone(), span.state.span_id.clone());
+                let stored = self.loader.load_attribute_names(&trace_id, &span_id).await?;
                 names.extend(stored);
             }
             known = Some(names);
         }
-        let span = self
-            .spans
-            .get_mut(key)
-            .expect("the event's span is in the batch");
+        let span = &mut self.spans[slot];
         let Some(mut names) = known else {
             span.state.attr_count += new_names;
             let lifted = lift.then(|| incoming.clone());
-            span.attributes.extend(incoming);
+            if span.attributes.is_empty() {
+                span.attributes = incoming;
+            } else {
+                span.attributes.extend(incoming);
+            }
             return Ok((lifted, None));
         };
         let mut kept = Map::new();
@@ -431,21 +487,24 @@ impl<L: Loader> Batch<'_, L> {
         let mut current = span_id.to_string();
         let mut visited = HashSet::new();
         while visited.insert(current.clone()) {
-            let key = (trace_id.to_string(), current.clone());
-            if !self.spans.contains_key(&key) {
-                let loaded = self.loader.load_spans(std::slice::from_ref(&key)).await?;
-                match loaded.into_iter().next() {
-                    Some(state) => self.insert(state),
-                    None => break,
+            let slot = match self.index.get(trace_id, &current) {
+                Some(slot) => slot,
+                None => {
+                    let key = (trace_id.to_string(), current.clone());
+                    let loaded = self.loader.load_spans(std::slice::from_ref(&key)).await?;
+                    match loaded.into_iter().next() {
+                        Some(state) => self.insert(state),
+                        None => break,
+                    }
                 }
-            }
-            let span = self.span(trace_id, &current);
-            span.state.error_count += n;
-            if !span.state.has_open {
+            };
+            let span = &mut self.spans[slot].state;
+            span.error_count += n;
+            if !span.has_open {
                 break; // its own open will carry the count further up
             }
-            match span.state.parent_span_id.clone() {
-                Some(p) => current = p,
+            match &span.parent_span_id {
+                Some(p) => current = p.clone(),
                 None => break,
             }
         }
@@ -453,12 +512,7 @@ impl<L: Loader> Batch<'_, L> {
     }
 
     fn finish(mut self) -> Plan {
-        self.plan.spans.reserve_exact(self.order.len());
-        for key in &self.order {
-            if let Some(write) = self.spans.remove(key) {
-                self.plan.spans.push(write);
-            }
-        }
+        self.plan.spans = self.spans;
         for (trace_id, before) in &self.before {
             let Some(trace) = self.traces.get(trace_id) else {
                 continue;
