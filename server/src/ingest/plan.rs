@@ -110,7 +110,8 @@ impl SpanIndex {
 
     fn key(&mut self, trace_id: &str, span_id: &str) {
         self.scratch.clear();
-        self.scratch.extend_from_slice(&trace_id.len().to_le_bytes());
+        self.scratch
+            .extend_from_slice(&trace_id.len().to_le_bytes());
         self.scratch.extend_from_slice(trace_id.as_bytes());
         self.scratch.extend_from_slice(span_id.as_bytes());
     }
@@ -441,7 +442,10 @@ impl<L: Loader> Batch<'_, L> {
             let mut names: HashSet<String> = span.attributes.keys().cloned().collect();
             if span.stored_attrs > 0 {
                 let (trace_id, span_id) = (span.state.trace_id.clone(), span.state.span_id.clone());
-                let stored = self.loader.load_attribute_names(&trace_id, &span_id).await?;
+                let stored = self
+                    .loader
+                    .load_attribute_names(&trace_id, &span_id)
+                    .await?;
                 names.extend(stored);
             }
             known = Some(names);

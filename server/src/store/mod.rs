@@ -5,6 +5,7 @@
 //! against both.
 
 mod access;
+mod checkpoint;
 mod children;
 mod cursor;
 mod dialect;
