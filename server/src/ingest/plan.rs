@@ -94,7 +94,6 @@ pub struct Adoption {
 /// A batch's spans by `(trace id, span id)`, keyed by one byte string: the trace
 /// id's length, then both ids. Lookups build it in a reused buffer, so finding a
 /// span allocates nothing (an event looks up its span and parent several times).
-#[derive(Default)]
 struct SpanIndex {
     slots: HashMap<Vec<u8>, usize>,
     scratch: Vec<u8>,
