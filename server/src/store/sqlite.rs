@@ -483,10 +483,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_key_answered_earlier_in_the_same_group_is_replayed() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = SqliteStore::open(&dir.path().join("t.db").display().to_string())
+    /// A store in `dir` (file `t.db`) holding run `r1`.
+    async fn store_with_run(dir: &std::path::Path) -> SqliteStore {
+        let store = SqliteStore::open(&dir.join("t.db").display().to_string())
             .await
             .expect("open");
         let run = RunUpsert {
@@ -494,6 +493,13 @@ mod tests {
             ..Default::default()
         };
         store.upsert_run("r1", &run, 1).await.expect("run");
+        store
+    }
+
+    #[tokio::test]
+    async fn a_key_answered_earlier_in_the_same_group_is_replayed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = store_with_run(dir.path()).await;
         let work = vec![
             ("r1".to_string(), keyed("k1", "a"), 2),
             ("nope".to_string(), keyed("k2", "b"), 2),
@@ -523,15 +529,8 @@ mod tests {
     #[tokio::test]
     async fn commits_reach_the_database_file_without_waiting_for_the_writer() {
         let dir = tempfile::tempdir().expect("temp dir");
+        let store = store_with_run(dir.path()).await;
         let path = dir.path().join("t.db");
-        let store = SqliteStore::open(&path.display().to_string())
-            .await
-            .expect("open");
-        let run = RunUpsert {
-            project: "p".into(),
-            ..Default::default()
-        };
-        store.upsert_run("r1", &run, 1).await.expect("run");
         let before = std::fs::metadata(&path).expect("db file").len();
         let events = (0..2_000)
             .map(|i| {
