@@ -84,16 +84,25 @@ pub fn nul_path(value: &serde_json::Value, field: &str) -> Option<String> {
 
 /// [`nul_path`] as the error that names the field.
 pub fn check_no_nul(value: &serde_json::Value, field: &str) -> Result<(), crate::Invalid> {
-    match nul_path(value, field) {
-        None => Ok(()),
-        Some(path) => Err(crate::Invalid::new(
-            "invalid_string",
-            format!(
-                "{} contains a NUL character (\\u0000), which cannot be stored",
-                if path.is_empty() { "the body" } else { &path }
-            ),
-        )),
+    nul_path(value, field).map_or(Ok(()), |path| Err(nul_error(&path)))
+}
+
+/// [`check_no_nul`] for a field that is text.
+pub fn check_text_no_nul(text: &str, field: &str) -> Result<(), crate::Invalid> {
+    if text.contains('\0') {
+        return Err(nul_error(field));
     }
+    Ok(())
+}
+
+fn nul_error(path: &str) -> crate::Invalid {
+    crate::Invalid::new(
+        "invalid_string",
+        format!(
+            "{} contains a NUL character (\\u0000), which cannot be stored",
+            if path.is_empty() { "the body" } else { path }
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -178,13 +178,14 @@ fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Ev
 }
 
 #[derive(serde::Deserialize)]
-struct EventsBody {
+struct EventsBody<'a> {
     #[allow(
         clippy::vec_box,
         reason = "the list grows by doubling with no length known: moving 600-byte \
                   fields at each doubling cost 2% of ingest, more than the boxes"
     )]
-    events: Vec<Box<EventFields>>,
+    #[serde(borrow)]
+    events: Vec<Box<EventFields<'a>>>,
 }
 
 /// The common case: a batch of valid events, decoded without a map per event. None
