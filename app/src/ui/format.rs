@@ -53,8 +53,8 @@ pub fn duration(us: i64) -> String {
     let us = us.max(0);
     match us {
         0..=999 => format!("{us} µs"),
-        // Rounded in integers: float formatting would put its code in the bundle's
-        // main module, which every page loads.
+        // Rounded in integers, so a half always rounds up: as a float, 1.005 s is a
+        // hair under 1.005 and printed 1.00.
         1_000..=999_999 => {
             let tenths = (us + 50) / 100;
             format!("{}.{} ms", tenths / 10, tenths % 10)
