@@ -232,6 +232,10 @@ macro_rules! event_fields {
         }
 
         impl EventFields<'_> {
+            /// The fields, in the order both paths check them for NUL characters.
+            const NAMES: &'static [&'static str] =
+                &[$(stringify!($text),)* $(stringify!($value),)*];
+
             /// Checks that no field given holds a NUL character (JSON `null` counts
             /// as absent, as on the map path).
             fn check_no_nul(&self) -> Result<(), Invalid> {
@@ -277,7 +281,17 @@ pub fn parse_event(value: &Value) -> Result<(SpanEvent, Vec<String>), Invalid> {
     let obj = value
         .as_object()
         .ok_or_else(|| Invalid::new("invalid_event", "event must be a JSON object"))?;
-    crate::limits::check_no_nul(value, "")?;
+    if crate::limits::check_no_nul(value, "").is_err() {
+        // Rare: name the first field in the decoded path's order, so that an event
+        // gets one answer whichever path its batch took. A NUL elsewhere (in a field
+        // the server does not read, or in a key) is named where it was found.
+        for name in EventFields::NAMES {
+            if let Some(field) = obj.get(*name) {
+                crate::limits::check_no_nul(field, name)?;
+            }
+        }
+        crate::limits::check_no_nul(value, "")?;
+    }
     event_from(obj)
 }
 
@@ -675,6 +689,9 @@ mod tests {
             json!({"op": "open", "trace_id": "t1", "span_id": "s3", "name": "x\0", "kind": "tool", "ts": 1}),
             json!({"op": "open", "trace_id": "t1", "span_id": "s3", "name": "x", "kind": "tool", "ts": 1,
                 "attributes": {"k\0": 1}}),
+            // Two fields hold a NUL: both paths name the same one, whatever the order.
+            json!({"op": "open", "trace_id": "t1", "span_id": "s3", "kind": "tool", "ts": 1,
+                "attributes": {"k": "v\0"}, "name": "x\0"}),
             json!({"op": "shut", "trace_id": "t1", "span_id": "s3", "ts": 1}),
             json!({"op": "close", "trace_id": "t1", "span_id": "s3", "ts": 1, "status": "running"}),
             json!({"op": "close", "span_id": "s3", "ts": 1, "status": "ok"}),

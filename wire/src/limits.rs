@@ -88,7 +88,7 @@ pub fn check_no_nul(value: &serde_json::Value, field: &str) -> Result<(), crate:
 }
 
 /// [`check_no_nul`] for a field that is text.
-pub fn check_text_no_nul(text: &str, field: &str) -> Result<(), crate::Invalid> {
+pub(crate) fn check_text_no_nul(text: &str, field: &str) -> Result<(), crate::Invalid> {
     if text.contains('\0') {
         return Err(nul_error(field));
     }
