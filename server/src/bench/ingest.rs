@@ -33,6 +33,11 @@ pub struct IngestArgs {
     /// request, so each one is authenticated as on a team server.
     #[arg(long)]
     pub with_key: bool,
+    /// Random trace ids, as OpenTelemetry clients send, instead of ids that rise with
+    /// time, as the Python SDK sends: each trace lands at a random place in the indexes
+    /// (the worst case).
+    #[arg(long)]
+    pub random_trace_ids: bool,
 }
 
 /// Pre-encoded request bodies, so the figure measures the server, not JSON encoding.
@@ -41,10 +46,18 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
     let mut events = Vec::with_capacity(args.batch);
     let mut out = Vec::new();
     let base = 1_764_420_000_000_000i64;
+    let mut rng = super::rng::Rng::new(7);
+    let mut trace_id = String::new();
     for i in 0..spans {
         let trace = i / args.spans_per_trace;
         let index = i % args.spans_per_trace;
-        let trace_id = format!("{trace:032x}");
+        if index == 0 {
+            trace_id = if args.random_trace_ids {
+                format!("{:016x}{:016x}", rng.next_u64(), rng.next_u64())
+            } else {
+                format!("{trace:032x}")
+            };
+        }
         let span_id = format!("{i:016x}");
         let ts = base + i as i64 * 10;
         let parent = (index > 0).then(|| format!("{:016x}", i - index));
@@ -154,12 +167,13 @@ pub async fn ingest(args: IngestArgs) -> Outcome {
     latencies.sort();
     let pct = |p: f64| crate::bench::percentile(&latencies, p);
     println!(
-        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, batches of {}); batch latency p50 {:.1} ms, p99 {:.1} ms",
+        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, batches of {}, {} trace ids); batch latency p50 {:.1} ms, p99 {:.1} ms",
         args.events,
         elapsed.as_secs_f64(),
         args.events as f64 / elapsed.as_secs_f64(),
         args.writers,
         args.batch,
+        if args.random_trace_ids { "random" } else { "rising" },
         pct(0.50).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
     );
