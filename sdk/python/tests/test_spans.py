@@ -2,6 +2,7 @@
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -22,6 +23,16 @@ def test_open_is_sent_while_the_span_runs(make_run, transport):
     run.flush(5)
     close = transport.closes()[root.span_id]
     assert close["status"] == "ok" and close["ts"] >= ev["ts"]
+
+
+def test_trace_ids_rise_with_time_and_differ(make_run):
+    run = make_run()
+    first = [run.trace("a").trace_id for _ in range(200)]
+    time.sleep(0.002)
+    later = run.trace("b").trace_id
+    assert len(set(first)) == 200
+    assert all(len(t) == 32 and int(t, 16) for t in first + [later])
+    assert later > max(first)  # a later millisecond sorts after every earlier id
 
 
 def test_children_nest_and_inherit(make_run, transport):
