@@ -79,12 +79,12 @@ bundle() {
   rm -rf "$tmp"
   stamp >"$STAMP"
 }
-# Every file the bundle is made of is there, with its gzip copy: the main module,
-# the glue, and each chunk the manifest names (`make dev` empties the directory
-# before it writes its own bundle).
+# Every file the bundle is made of is there: the main module, the glue and each
+# chunk the manifest names, with their gzip copies, and the build id (`make dev`
+# empties the directory before it writes its own bundle).
 complete() {
   local stem
-  [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] || return 1
+  [ -f "$WASM_OUT.gz" ] && [ -f "$PKG/$NAME.js.gz" ] && [ -f "$MANIFEST" ] && [ -f "$PKG/treeline.build" ] || return 1
   for stem in $(grep -o '"\(chunk\|split\)_[A-Za-z0-9_]*"' "$MANIFEST" | tr -d '"' | sort -u); do
     [ -f "$PKG/$stem.wasm.gz" ] || return 1
   done

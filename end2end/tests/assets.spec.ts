@@ -1,5 +1,5 @@
 import type { Page } from "@playwright/test";
-import { test, expect, createRun } from "./fixtures";
+import { test, expect, createRun, live } from "./fixtures";
 
 const WASM_MAGIC = Buffer.from([0x00, 0x61, 0x73, 0x6d]);
 
@@ -96,6 +96,58 @@ test("a run's page opens even when its code's first download fails", async ({ pa
   expect(failed).toBe(2);
   // The browser reports the dropped download itself; nothing else went wrong.
   expect(consoleErrors).toEqual(["Failed to load resource: net::ERR_CONNECTION_RESET"]);
+  consoleErrors.length = 0;
+});
+
+// A page left open across a redeploy fetches the new build's chunk under the old
+// name. Every bundle file names its build, and the loader, finding another build than
+// its own, loads the page the reader was going to instead of running the new chunk
+// beside its old main module.
+test("a page from an earlier build loads again rather than run a newer build's chunk", async ({ page, request }) => {
+  await createRun(request, "e2e-redeploy", "split-e2e", "redeploy-check-run");
+  const build = (await request.get("/pkg/treeline.js")).headers()["x-treeline-build"];
+  expect(build).toMatch(/^[0-9a-f]{16}$/);
+  expect((await request.get("/pkg/treeline_bg.wasm")).headers()["x-treeline-build"]).toBe(build);
+  let fetched = 0;
+  await page.route(/split___run_detail_view_\d+\.wasm$/, async (route) => {
+    const response = await route.fetch();
+    const headers = response.headers();
+    // The first answer is as a new server's would be after a redeploy.
+    if (fetched++ === 0) headers["x-treeline-build"] = "0123456789abcdef";
+    await route.fulfill({ response, headers });
+  });
+  await page.goto("/");
+  await page.getByLabel("Filter runs").fill("redeploy-check-run");
+  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
+  const loads: string[] = [];
+  page.on("load", () => loads.push(new URL(page.url()).pathname));
+  await page.getByRole("link", { name: "redeploy-check-run" }).click();
+  await expect.poll(() => loads).toEqual(["/runs/e2e-redeploy"]);
+  // Loaded whole at the run: it hydrates with its chunk, fetched once more.
+  await live(page);
+  await expect(page.getByRole("heading", { name: /redeploy-check-run/ })).toBeVisible();
+  expect(fetched).toBe(2);
+  expect(await page.evaluate(() => sessionStorage.getItem("treeline-reloaded-for-build"))).toBe(
+    "0123456789abcdef",
+  );
+});
+
+// A server whose build id is stale (every answer names another build) must not make
+// the page load over and over: once per build, then the loader gives up and says why.
+test("a page loads whole at most once for another build", async ({ page, request, consoleErrors }) => {
+  await createRun(request, "e2e-redeploy", "split-e2e", "redeploy-check-run");
+  await page.route(/split___run_detail_view_\d+\.wasm$/, async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), "x-treeline-build": "fedcba9876543210" } });
+  });
+  await page.goto("/");
+  await page.getByLabel("Filter runs").fill("redeploy-check-run");
+  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
+  const loads: string[] = [];
+  page.on("load", () => loads.push(new URL(page.url()).pathname));
+  await page.getByRole("link", { name: "redeploy-check-run" }).click();
+  await expect.poll(() => consoleErrors.join("\n")).toContain("is from build fedcba9876543210");
+  expect(loads).toEqual(["/runs/e2e-redeploy"]);
   consoleErrors.length = 0;
 });
 

@@ -91,15 +91,34 @@ const PKG_DIR: &str = "pkg";
 /// keeps both. The main module and the route chunks must come from one build, and a
 /// chunk's name does not change with its code: a browser revalidates each file (a
 /// 304 while it is unchanged) instead of running one kept from an earlier build.
+/// Each file names the bundle's build, so a page left open across a redeploy is
+/// loaded whole rather than run a chunk of the new build beside its old main module.
 fn bundle(dir: &std::path::Path) -> Router {
+    let build = build_id(dir);
     Router::new()
         .fallback_service(ServeDir::new(dir).precompressed_gzip())
-        .layer(middleware::map_response(|mut response: Response| async {
-            let headers = response.headers_mut();
-            headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            response
+        .layer(middleware::map_response(move |mut response: Response| {
+            let build = build.clone();
+            async move {
+                let headers = response.headers_mut();
+                headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+                if let Some(build) = build {
+                    headers.insert(BUILD_HEADER, build);
+                }
+                response
+            }
         }))
+}
+
+/// The header that names the bundle's build; the chunk loader compares it with its own.
+const BUILD_HEADER: header::HeaderName = header::HeaderName::from_static("x-treeline-build");
+
+/// The build id `treeline-bundle` wrote beside the bundle; none for a bundle that is
+/// not split by route (`make dev`'s), whose pages load no chunks.
+fn build_id(dir: &std::path::Path) -> Option<HeaderValue> {
+    let text = std::fs::read_to_string(dir.join("treeline.build")).ok()?;
+    HeaderValue::from_str(text.trim()).ok()
 }
 
 /// What rendering a page needs: the API, called in-process as the page's own caller,

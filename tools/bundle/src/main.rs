@@ -8,7 +8,8 @@
 //! them: `split_*.wasm` and `chunk_*.wasm`, the JS that loads them, and the manifest
 //! that tells the server which chunks a route needs, so its page can preload them.
 //! Then `NAME.js` and `NAME_bg.wasm` are the main module's. The loader retries a
-//! chunk whose download fails.
+//! chunk whose download fails, and loads the page again when the server says its
+//! chunks are from another build (`BUILD_FILE`).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -21,6 +22,9 @@ use wasm_bindgen_cli_support::Bindgen;
 const LINK_NAME: &str = "./__wasm_split.______________________.js";
 /// Where Leptos's server reads which chunks each lazy route needs.
 const MANIFEST: &str = "__wasm_split_manifest.json";
+/// The bundle's build id, which the server sends with every bundle file
+/// (`x-treeline-build`) and the loader compares with its own.
+const BUILD_FILE: &str = "treeline.build";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -64,13 +68,30 @@ fn bundle(wasm: &Path, out_dir: &Path, name: &str) -> anyhow::Result<()> {
         .demangle(false)
         .generate(out_dir)?;
     std::fs::remove_file(&main)?;
-    fetch_again(&out_dir.join(LINK_NAME.trim_start_matches("./")))
+    let build = build_id(&input);
+    std::fs::write(out_dir.join(BUILD_FILE), &build).context("writing the build id")?;
+    fetch_again(&out_dir.join(LINK_NAME.trim_start_matches("./")), &build)
+}
+
+/// The same wasm makes the same main module and chunks, so its hash names the build.
+fn build_id(wasm: &[u8]) -> String {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::hash::DefaultHasher::new();
+    wasm.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
 }
 
 /// The loader's chunk downloads, each retried three times over 3.5 s: the splitter's
 /// loader reports a failed download to the wasm, which panics, and the page stops
 /// working (seen with a dropped request while a run was being opened).
-fn fetch_again(loader: &Path) -> anyhow::Result<()> {
+///
+/// A page left open across a redeploy would fetch the new build's chunk under the
+/// old name and run it beside its old main module. When the server's build differs
+/// from the loader's, the browser loads the page the reader was going to instead
+/// (the router changes the URL only once the route's code has run, so the loader
+/// remembers the link last followed). Once per build at most, so a server with a
+/// stale id cannot make it loop.
+fn fetch_again(loader: &Path, build: &str) -> anyhow::Result<()> {
     const FETCH: &str = "const src = fetch(";
     let js = std::fs::read_to_string(loader).context("reading the chunk loader")?;
     anyhow::ensure!(
@@ -78,19 +99,44 @@ fn fetch_again(loader: &Path) -> anyhow::Result<()> {
         "the chunk loader has no `{FETCH}`: the splitter's output changed, see fetch_again"
     );
     let js = js.replace(FETCH, "const src = fetchAgain(")
-        + "
+        + &format!("\nconst BUILD = \"{build}\";\n")
+        + r#"
 async function fetchAgain(url) {
     for (const wait of [500, 1000, 2000]) {
+        let response;
         try {
-            const response = await fetch(url);
-            if (response.ok) return response;
+            response = await fetch(url);
         } catch (e) {
             console.warn(`fetching ${url} failed (${e}); trying again`);
         }
+        if (response?.ok) return sameBuild(response);
         await new Promise((resolve) => setTimeout(resolve, wait));
     }
-    return fetch(url);
+    return sameBuild(await fetch(url));
 }
-";
+
+let followed;
+document.addEventListener("click", (event) => {
+    const link = event.target.closest?.("a[href]");
+    if (link && link.origin === location.origin) followed = { href: link.href, at: Date.now() };
+}, true);
+
+function sameBuild(response) {
+    const served = response.headers.get("x-treeline-build");
+    if (!served || served === BUILD) return response;
+    const key = "treeline-reloaded-for-build";
+    try {
+        if (sessionStorage.getItem(key) !== served) {
+            sessionStorage.setItem(key, served);
+            if (followed && Date.now() - followed.at < 10000) location.assign(followed.href);
+            else location.reload();
+            return new Promise(() => {});
+        }
+    } catch (e) {
+        console.warn(`no session storage (${e}), so no reload`);
+    }
+    throw new Error(`${response.url} is from build ${served}, this page from ${BUILD}: reload the page`);
+}
+"#;
     std::fs::write(loader, js).context("writing the chunk loader")
 }
