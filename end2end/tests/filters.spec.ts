@@ -58,6 +58,18 @@ test("a filter built in the builder narrows the list, rides the URL and survives
   await expect(list.getByRole("listitem")).toHaveCount(3);
 });
 
+// The switch's label once took the span tree's toggle width (18 px), so the filter
+// builder covered all of it but "Fai".
+test("the failed-beneath switch reads in full, clear of the filter builder", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const label = page.locator("label", { hasText: "Failed beneath" });
+  await expect(label).toBeVisible();
+  expect(await label.evaluate((e) => e.scrollWidth - e.clientWidth)).toBe(0);
+  const l = (await label.boundingBox())!;
+  const f = (await page.getByRole("form", { name: "Add a filter" }).boundingBox())!;
+  expect(l.x + l.width <= f.x || l.y + l.height <= f.y).toBe(true);
+});
+
 test("the list sorts by a root attribute and pins it as a column", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}`);
   const list = page.getByRole("list", { name: "Traces", exact: true });

@@ -84,7 +84,7 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
     };
     view! {
         <div class="filter-bar">
-            <label class="toggle">
+            <label class="beneath">
                 <input type="checkbox" prop:checked=failed_beneath on:change=toggle_failed/>
                 "Failed beneath"
             </label>
