@@ -139,6 +139,20 @@ test("a trace opens with its root's children shown, and expanding a node fetches
   await expect(lvl1).toHaveCount(0);
 });
 
+// A row's name gives way last: the counts and the timing bar once left it 40 px
+// ("wide…"), whatever the span was called.
+test("a tree row shows its span's name in full beside its counts", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
+  const root = page.getByRole("tree").getByRole("treeitem", { name: /wide rollout/ });
+  await expect(root).toContainText("1 failed below");
+  await expect(root).toContainText("30 children");
+  const name = root.locator(".node-name");
+  await expect(name).toHaveText("wide rollout");
+  expect(await name.evaluate((e) => e.scrollWidth - e.clientWidth)).toBe(0);
+  await page.goto(`/traces?run_id=${RUN}&trace_id=deep&span_id=root`);
+  await expect(page.getByRole("treeitem", { name: /step lvl1/ })).toContainText("1 child");
+});
+
 test("the keyboard moves, expands and selects", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
   const tree = page.getByRole("tree");

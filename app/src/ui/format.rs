@@ -28,6 +28,15 @@ pub fn dropped(n: i64) -> String {
     }
 }
 
+/// A node's number of children: "1 child", "100,000 children".
+pub fn children(n: i64) -> String {
+    if n == 1 {
+        "1 child".into()
+    } else {
+        format!("{} children", count(n))
+    }
+}
+
 /// A count with thousands separated: 100,000.
 pub fn count(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
@@ -179,6 +188,9 @@ mod tests {
         assert_eq!(count(100_000), "100,000");
         assert_eq!(count(-1_234_567), "-1,234,567");
         assert_eq!(count(i64::MIN), "-9,223,372,036,854,775,808");
+        assert_eq!(children(1), "1 child");
+        assert_eq!(children(2), "2 children");
+        assert_eq!(children(100_000), "100,000 children");
     }
 
     #[test]

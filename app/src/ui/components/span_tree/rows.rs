@@ -153,7 +153,7 @@ fn NodeRow(item: Memo<Option<Drawn>>, ctx: RowCtx) -> impl IntoView {
             <span class="node-name" title=field(|n| n.name.clone())>{field(|n| n.name.clone())}</span>
             {move || orphan.get().then(|| view! { <span class="note" title="its parent has not arrived">"orphan"</span> })}
             {move || (failed_below.get() > 0).then(|| view! { <span class="below">{format!("{} failed below", failed_below.get())}</span> })}
-            {move || has_children.get().then(|| view! { <span class="children" title="children">{field(|n| format!("{} children", n.child_count))}</span> })}
+            {move || has_children.get().then(|| view! { <span class="children">{field(|n| format::children(n.child_count))}</span> })}
             <span class="bar-track" aria-hidden="true">
                 <span class=field(|n| format!("bar status-{}", n.status.as_str())) style=bar></span>
             </span>
