@@ -153,6 +153,19 @@ test("a tree row shows its span's name in full beside its counts", async ({ page
   await expect(page.getByRole("treeitem", { name: /step lvl1/ })).toContainText("1 child");
 });
 
+// Trace names often differ only at their end ("… step 1234"): the list gives a name
+// two lines before it cuts it short.
+test("a trace's long name reads to its end in the list", async ({ page, request }) => {
+  const run = "e2e-ws-names";
+  await createRun(request, run, "names-e2e", "long names");
+  const name = "evaluate held-out shopping · step 1234";
+  await sendEvents(request, run, [open("long", "root", null, name, "rollout", 1), close("long", "root", "ok", 2)]);
+  await page.goto(`/traces?run_id=${run}`);
+  const shown = page.getByRole("list", { name: "Traces", exact: true }).locator(".name");
+  await expect(shown).toHaveText(name);
+  expect(await shown.evaluate((e) => [e.scrollWidth - e.clientWidth, e.scrollHeight - e.clientHeight])).toEqual([0, 0]);
+});
+
 test("the keyboard moves, expands and selects", async ({ page }) => {
   await page.goto(`/traces?run_id=${RUN}&trace_id=wide&span_id=root`);
   const tree = page.getByRole("tree");
