@@ -117,6 +117,7 @@ async function fetchAgain(url) {
 
 let followed;
 document.addEventListener("click", (event) => {
+    if (event.button !== 0 || event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) return;
     const link = event.target.closest?.("a[href]");
     if (link && link.origin === location.origin) followed = { href: link.href, at: Date.now() };
 }, true);
