@@ -50,8 +50,14 @@ struct Open {
 }
 
 fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
-    let trace = format!("w{}-t{number}", plan.index);
     let ts = crate::http::now_us();
+    // As the Python SDK makes them: milliseconds, then 80 random bits.
+    let trace = format!(
+        "{:012x}{:04x}{:016x}",
+        (ts / 1_000) & 0xffff_ffff_ffff,
+        rng.next_u64() & 0xffff,
+        rng.next_u64()
+    );
     let mut events = VecDeque::new();
     events.push_back(
         json!({"op": "open", "trace_id": trace, "span_id": "root", "name": "rollout",
