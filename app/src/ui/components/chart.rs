@@ -198,7 +198,15 @@ pub fn short(v: f64) -> String {
             text
         }
     } else {
-        format!("{v:.3e}")
+        // 3.4e-4, not 3.400e-4: the zeros say nothing.
+        let text = format!("{v:.3e}");
+        match text.split_once('e') {
+            Some((mantissa, exponent)) if mantissa.contains('.') => format!(
+                "{}e{exponent}",
+                mantissa.trim_end_matches('0').trim_end_matches('.')
+            ),
+            _ => text,
+        }
     }
 }
 
@@ -235,6 +243,8 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("polyline") || svg.contains("path"));
         assert_eq!(short(0.000123456), "1.235e-4");
+        assert_eq!(short(-0.00034), "-3.4e-4");
+        assert_eq!(short(2e9), "2e9");
         assert_eq!(short(1234.5), "1234.5");
     }
 }
