@@ -99,11 +99,23 @@ test("a run's page opens even when its code's first download fails", async ({ pa
   consoleErrors.length = 0;
 });
 
+// Opens the redeploy checks' run from the runs list (the page fetches Run Detail's
+// chunk then), and returns the paths of the page loads that follow the click.
+async function openCheckRun(page: Page): Promise<string[]> {
+  await page.goto("/");
+  await page.getByLabel("Filter runs").fill("redeploy-check-run");
+  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
+  const loads: string[] = [];
+  page.on("load", () => loads.push(new URL(page.url()).pathname));
+  await page.getByRole("link", { name: "redeploy-check-run" }).click();
+  return loads;
+}
+
 // A page left open across a redeploy fetches the new build's chunk under the old
 // name. Every bundle file names its build, and the loader, finding another build than
 // its own, loads the page the reader was going to instead of running the new chunk
 // beside its old main module.
-test("a page from an earlier build loads again rather than run a newer build's chunk", async ({ page, request }) => {
+test("a page from an earlier build loads the run whole rather than run a newer build's chunk", async ({ page, request }) => {
   await createRun(request, "e2e-redeploy", "split-e2e", "redeploy-check-run");
   const build = (await request.get("/pkg/treeline.js")).headers()["x-treeline-build"];
   expect(build).toMatch(/^[0-9a-f]{16}$/);
@@ -116,12 +128,7 @@ test("a page from an earlier build loads again rather than run a newer build's c
     if (fetched++ === 0) headers["x-treeline-build"] = "0123456789abcdef";
     await route.fulfill({ response, headers });
   });
-  await page.goto("/");
-  await page.getByLabel("Filter runs").fill("redeploy-check-run");
-  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
-  const loads: string[] = [];
-  page.on("load", () => loads.push(new URL(page.url()).pathname));
-  await page.getByRole("link", { name: "redeploy-check-run" }).click();
+  const loads = await openCheckRun(page);
   await expect.poll(() => loads).toEqual(["/runs/e2e-redeploy"]);
   // Loaded whole at the run: it hydrates with its chunk, fetched once more.
   await live(page);
@@ -140,12 +147,7 @@ test("a page loads whole at most once for another build", async ({ page, request
     const response = await route.fetch();
     await route.fulfill({ response, headers: { ...response.headers(), "x-treeline-build": "fedcba9876543210" } });
   });
-  await page.goto("/");
-  await page.getByLabel("Filter runs").fill("redeploy-check-run");
-  await expect(page.getByText(/^1 of \d+ runs$/)).toBeVisible();
-  const loads: string[] = [];
-  page.on("load", () => loads.push(new URL(page.url()).pathname));
-  await page.getByRole("link", { name: "redeploy-check-run" }).click();
+  const loads = await openCheckRun(page);
   await expect.poll(() => consoleErrors.join("\n")).toContain("is from build fedcba9876543210");
   expect(loads).toEqual(["/runs/e2e-redeploy"]);
   consoleErrors.length = 0;
