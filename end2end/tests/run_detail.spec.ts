@@ -51,6 +51,24 @@ test("opening Traces draws one marker per step with the run's totals", async ({ 
   await expectNoA11yViolations(page);
 });
 
+// A run's charts share the row between them, rather than sit at their smallest size
+// with the rest of the row empty.
+test("two metric charts share the width of the row", async ({ page, request }) => {
+  const run = "e2e-two-metrics";
+  await createRun(request, run, "timeline-e2e", "two metrics");
+  const points = ["train/loss", "train/reward"].flatMap((key) =>
+    Array.from({ length: 20 }, (_, step) => ({ key, step, value: step % 7 })));
+  expect((await request.post(`/api/runs/${run}/metrics`, { data: { points } })).ok()).toBeTruthy();
+  await page.goto(`/runs/${run}`);
+  const section = page.locator("section.metrics");
+  const charts = section.getByRole("figure");
+  await expect(charts).toHaveCount(2);
+  const row = (await section.boundingBox())!.width;
+  for (const chart of await charts.all()) {
+    expect((await chart.boundingBox())!.width).toBeGreaterThan(row * 0.4);
+  }
+});
+
 test("clicking a step pins the list to it, and the chip clears it", async ({ page }) => {
   await page.goto(`/runs/${RUN}`);
   await page.getByRole("heading", { name: "Traces", exact: true }).click();
