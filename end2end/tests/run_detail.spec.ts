@@ -66,7 +66,22 @@ test("two metric charts share the width of the row", async ({ page, request }) =
   const row = (await section.boundingBox())!.width;
   for (const chart of await charts.all()) {
     expect((await chart.boundingBox())!.width).toBeGreaterThan(row * 0.4);
+    // The values at the grid lines sit beside the line, not over it.
+    const plot = (await chart.locator(".chart-surface").boundingBox())!;
+    const ticks = chart.locator(".chart-ticks span");
+    await expect(ticks.first()).toBeVisible();
+    for (const tick of await ticks.all()) {
+      const box = (await tick.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(plot.x);
+    }
   }
+  // The hover readout stands over the step under the pointer.
+  const plot = (await charts.first().locator(".chart-surface").boundingBox())!;
+  await page.mouse.move(plot.x + plot.width - 2, plot.y + plot.height / 2);
+  const readout = charts.first().locator(".chart-readout");
+  await expect(readout).toHaveText(/^step 19: /);
+  const r = (await readout.boundingBox())!;
+  expect(Math.abs(r.x + r.width / 2 - (plot.x + plot.width))).toBeLessThan(20);
 });
 
 test("clicking a step pins the list to it, and the chip clears it", async ({ page }) => {

@@ -170,7 +170,11 @@ pub fn LineChart(
             <div
                 class="chart-readout"
                 style=move || match hover.get() {
-                    Some((_, _, pct)) => format!("left: {pct:.2}%"),
+                    // Across the plot, past the values' gutter where there is one.
+                    Some((_, _, pct)) => format!(
+                        "left: calc(var(--gutter, 0px) + (100% - var(--gutter, 0px)) * {:.4})",
+                        pct / 100.0
+                    ),
                     None => "display: none".to_string(),
                 }
             >
