@@ -132,9 +132,15 @@ struct Batch<'l, L: Loader> {
     /// Every span the batch touches, in the order first touched (the plan's).
     spans: Vec<SpanWrite>,
     index: SpanIndex,
-    traces: HashMap<String, TraceWrite>,
-    before: HashMap<String, Option<Activity>>,
+    traces: HashMap<String, Touched>,
     plan: Plan,
+}
+
+/// A trace the batch touches: its write, and its activity before the batch (none
+/// for a trace new to the store), from which `finish` counts the run's changes.
+struct Touched {
+    write: TraceWrite,
+    before: Option<Activity>,
 }
 
 /// Applies `events` (already validated, with their indexes in the request) on top of
@@ -182,7 +188,6 @@ pub async fn plan_batch<L: Loader>(
         spans: Vec::with_capacity(capacity),
         index: SpanIndex::with_capacity(capacity),
         traces: HashMap::with_capacity(trace_ids.len()),
-        before: HashMap::with_capacity(trace_ids.len()),
         plan: Plan::default(),
         loader,
     };
@@ -192,17 +197,16 @@ pub async fn plan_batch<L: Loader>(
         }
     }
     for state in known {
-        batch
-            .before
-            .insert(state.trace_id.clone(), Some(state.activity()));
-        let id = state.trace_id.clone();
-        batch.traces.insert(
-            id,
-            TraceWrite {
+        let touched = Touched {
+            before: Some(state.activity()),
+            write: TraceWrite {
                 state,
                 attributes: Map::new(),
             },
-        );
+        };
+        batch
+            .traces
+            .insert(touched.write.state.trace_id.clone(), touched);
     }
     for (index, event) in events {
         match event {
@@ -229,24 +233,24 @@ impl SpanWrite {
 }
 
 /// The summary of `trace_id`, made on first touch; its update time moves to `now`.
-/// A function of the two maps, not of the batch, so a span can stay borrowed.
+/// A function of the map, not of the batch, so a span can stay borrowed.
 fn trace_entry<'t>(
-    traces: &'t mut HashMap<String, TraceWrite>,
-    before: &mut HashMap<String, Option<Activity>>,
+    traces: &'t mut HashMap<String, Touched>,
     trace_id: &str,
     now: i64,
 ) -> &'t mut TraceWrite {
-    if !before.contains_key(trace_id) {
-        before.insert(trace_id.to_string(), None);
-    }
     if !traces.contains_key(trace_id) {
         let write = TraceWrite {
             state: TraceState::new(trace_id, now),
             attributes: Map::new(),
         };
-        traces.insert(trace_id.to_string(), write);
+        let touched = Touched {
+            write,
+            before: None,
+        };
+        traces.insert(trace_id.to_string(), touched);
     }
-    let trace = traces.get_mut(trace_id).expect("inserted above");
+    let trace = &mut traces.get_mut(trace_id).expect("inserted above").write;
     trace.state.updated_us = trace.state.updated_us.max(now);
     trace
 }
@@ -257,6 +261,12 @@ impl<L: Loader> Batch<'_, L> {
         self.index.insert(&state.trace_id, &state.span_id, slot);
         self.spans.push(SpanWrite::new(state));
         slot
+    }
+
+    /// A second open (or close) of a span is ignored, with a warning that says so.
+    fn ignore_repeat(&mut self, index: usize, span_id: &str, op: &str, done: &str) {
+        let message = format!("span {span_id} was already {done}; this {op} was ignored");
+        self.plan.warnings.push(Warning { index, message });
     }
 
     /// Where the span is in `spans`; a placeholder is made for one not seen yet.
@@ -275,15 +285,11 @@ impl<L: Loader> Batch<'_, L> {
             .map(|p| self.slot(trace_id, p));
         let parent_step = parent.and_then(|p| self.spans[p].state.step);
         let me = self.slot(trace_id, &open.span_id);
-        let s = &mut self.spans[me].state;
-        if s.has_open {
-            let message = format!(
-                "span {} was already opened; this open was ignored",
-                open.span_id
-            );
-            self.plan.warnings.push(Warning { index, message });
+        if self.spans[me].state.has_open {
+            self.ignore_repeat(index, &open.span_id, "open", "opened");
             return Ok(());
         }
+        let s = &mut self.spans[me].state;
         let had_children = s.child_count > 0;
         s.has_open = true;
         s.parent_span_id = open.parent_span_id.clone();
@@ -334,7 +340,7 @@ impl<L: Loader> Batch<'_, L> {
         state.tree_parent = Some(tree_parent);
         state.ordinal = ordinal;
 
-        let trace = trace_entry(&mut self.traces, &mut self.before, trace_id, self.now);
+        let trace = trace_entry(&mut self.traces, trace_id, self.now);
         let t = &mut trace.state;
         t.span_count += 1;
         t.kinds |= open.kind.bit();
@@ -366,16 +372,12 @@ impl<L: Loader> Batch<'_, L> {
     async fn close(&mut self, index: usize, close: CloseEvent) -> Result<(), L::Error> {
         let trace_id = close.trace_id.as_str();
         let me = self.slot(trace_id, &close.span_id);
-        let s = &mut self.spans[me].state;
-        if s.has_close {
-            let message = format!(
-                "span {} was already closed; this close was ignored",
-                close.span_id
-            );
-            self.plan.warnings.push(Warning { index, message });
+        if self.spans[me].state.has_close {
+            self.ignore_repeat(index, &close.span_id, "close", "closed");
             return Ok(());
         }
         // A span interrupted by its run's finish has no close yet: this one wins.
+        let s = &mut self.spans[me].state;
         let newly_failed = close.status == SpanStatus::Error && s.status != SpanStatus::Error;
         s.has_close = true;
         s.status = close.status;
@@ -402,7 +404,7 @@ impl<L: Loader> Batch<'_, L> {
             }
         }
         let state = &self.spans[me].state;
-        let trace = trace_entry(&mut self.traces, &mut self.before, trace_id, self.now);
+        let trace = trace_entry(&mut self.traces, trace_id, self.now);
         if newly_failed {
             trace.state.error_count += 1;
         }
@@ -516,20 +518,17 @@ impl<L: Loader> Batch<'_, L> {
 
     fn finish(mut self) -> Plan {
         self.plan.spans = self.spans;
-        for (trace_id, before) in &self.before {
-            let Some(trace) = self.traces.get(trace_id) else {
-                continue;
-            };
-            let after = trace.state.activity();
-            if *before == Some(after) {
-                continue;
+        let mut traces = Vec::with_capacity(self.traces.len());
+        for Touched { write, before } in self.traces.into_values() {
+            let after = write.state.activity();
+            if before != Some(after) {
+                if let Some(old) = before {
+                    count(&mut self.plan, old, -1);
+                }
+                count(&mut self.plan, after, 1);
             }
-            if let Some(old) = before {
-                count(&mut self.plan, *old, -1);
-            }
-            count(&mut self.plan, after, 1);
+            traces.push(write);
         }
-        let mut traces: Vec<TraceWrite> = self.traces.into_values().collect();
         traces.sort_by(|a, b| a.state.trace_id.cmp(&b.state.trace_id));
         self.plan.traces = traces;
         self.plan
