@@ -138,7 +138,7 @@ fn Subtree(run_id: String, trace_id: String, span_id: String, count: i64) -> imp
         view! {
             <div class="subtree">
                 <button type="button" class="toggle-children" aria-expanded=move || open.get().to_string() on:click=toggle>
-                    {move || format!("{} {count} {}", if open.get() { "▾" } else { "▸" }, if count == 1 { "child" } else { "children" })}
+                    {move || format!("{} {}", if open.get() { "▾" } else { "▸" }, format::children(count))}
                 </button>
                 {move || open.get().then(|| match children.get() {
                     None => view! { <p class="loading">"Loading…"</p> }.into_any(),
