@@ -114,10 +114,13 @@ fn bundle(dir: &std::path::Path) -> Router {
 /// The header that names the bundle's build; the chunk loader compares it with its own.
 const BUILD_HEADER: header::HeaderName = header::HeaderName::from_static("x-treeline-build");
 
-/// The build id `treeline-bundle` wrote beside the bundle; none for a bundle that is
-/// not split by route (`make dev`'s), whose pages load no chunks.
+/// Where `treeline-bundle` writes the build id, beside the bundle.
+const BUILD_FILE: &str = "treeline.build";
+
+/// The bundle's build id; none for a bundle that is not split by route (`make
+/// dev`'s), whose pages load no chunks.
 fn build_id(dir: &std::path::Path) -> Option<HeaderValue> {
-    let text = std::fs::read_to_string(dir.join("treeline.build")).ok()?;
+    let text = std::fs::read_to_string(dir.join(BUILD_FILE)).ok()?;
     HeaderValue::from_str(text.trim()).ok()
 }
 
