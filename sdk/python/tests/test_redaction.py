@@ -1,6 +1,9 @@
 """Preview capture: secrets masked, bodies bounded, odd values sent as their repr."""
 
 import json
+import subprocess
+
+import pytest
 
 from treeline.preview import preview
 from treeline.redact import MASK, add_known_secret, is_secret_key, redact_text
@@ -90,3 +93,18 @@ def test_text_and_bytes_pass_through():
     assert preview("héllo".encode())[0] == "héllo"
     assert preview({"a": (1, 2)})[0] == {"a": [1, 2]}
     assert preview({1: "int key"})[0] == {"1": "int key"}
+
+
+@pytest.mark.server
+def test_a_key_made_by_treeline_keys_create_is_masked(tmp_path):
+    from conftest import _binary
+    made = subprocess.run([_binary(), "keys", "create", "--scope", "write", "--data-dir",
+                           str(tmp_path)], capture_output=True, text=True, check=True)
+    key = made.stdout.strip().splitlines()[-1]
+    assert key.startswith("tl_") and len(key) == 46, "a key as the server makes them"
+    for text in (key, "export TREELINE_API_KEY=%s" % key, '{"k": "%s"}' % key,
+                 "url?key=%s&x=1" % key):
+        out = redact_text(text)
+        assert key not in out and MASK in out, text
+    # Only keys: a name that happens to start the same way is left alone.
+    assert redact_text("tl_config") == "tl_config"

@@ -36,7 +36,10 @@ _TEXT_RULES = [
     # "Authorization: Bearer abc…", "token xyz…": keep the scheme word, hide the credential.
     (re.compile(r"(?i)\b(bearer|basic|token)(\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1\2" + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), MASK),                       # model-provider keys
-    (re.compile(r"\b(?:tlk|treeline)_[A-Za-z0-9_-]{8,}"), MASK),          # Treeline API keys
+    # Treeline API keys: `tl_` and 43 base64url characters, as `treeline keys create`
+    # makes them (and the older `tlk_`/`treeline_` shapes).
+    (re.compile(r"\btl_[A-Za-z0-9_-]{40,}"), MASK),
+    (re.compile(r"\b(?:tlk|treeline)_[A-Za-z0-9_-]{8,}"), MASK),
     (re.compile(r"\bwhsec_[A-Za-z0-9+/=_-]{8,}"), MASK),                  # webhook secrets
     (re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"), MASK),
     (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), MASK),
