@@ -325,8 +325,22 @@ fn api_keys(args: &ServeArgs) -> Outcome<Vec<String>> {
                 .map(str::to_string),
         );
     }
+    if let Some(short) = keys
+        .iter()
+        .find(|k| k.chars().count() < MIN_SERVE_KEY_CHARS)
+    {
+        return Err(Failure::msg(format!(
+            "a key given to serve must be at least {MIN_SERVE_KEY_CHARS} characters; one has {}. \
+             Make a good one with `openssl rand -base64 32`, or store keys with \
+             `treeline keys create` instead",
+            short.chars().count()
+        )));
+    }
     Ok(keys)
 }
+
+/// The shortest key `serve` takes: a short one could be guessed.
+pub const MIN_SERVE_KEY_CHARS: usize = 20;
 
 #[cfg(not(feature = "devtools"))]
 fn spawn_demo(_addr: SocketAddr, _api_key: Option<String>) {

@@ -54,13 +54,14 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
             let options = options.clone();
             move || shell(options.clone())
         })
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            http::auth::page_door,
-        ))
         .fallback(leptos_axum::file_and_error_handler_with_context(
             page_context,
             shell,
+        ))
+        // A layer, not a route layer: the fallback's unknown paths need sign-in too.
+        .layer(middleware::from_fn_with_state(
+            http::auth::PageDoor::new(state.clone(), site_root),
+            http::auth::page_door,
         ))
         .layer(middleware::from_fn(crate::ssr::render_to_the_end))
         .with_state(options);
@@ -145,9 +146,13 @@ fn page_context(api: &Router) {
 
 /// Serves until SIGTERM or ctrl-c, letting requests in flight finish.
 pub async fn run(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
+    // With the peer's address, which sign-in's throttle counts by.
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
 }
 
 async fn shutdown_signal() {

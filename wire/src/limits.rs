@@ -3,6 +3,9 @@
 
 /// Items (events or metric points) in one write batch.
 pub const MAX_BATCH_ITEMS: usize = 10_000;
+/// Spans in one OTLP export request (OpenTelemetry SDKs send 512 at a time by
+/// default, the Collector's batch processor 8,192).
+pub const MAX_OTLP_SPANS: usize = 10_000;
 /// Whitespace-separated terms in a trace search (`q`).
 pub const MAX_SEARCH_TERMS: usize = 8;
 /// Runs per page: the default and the most a `limit` may ask for.

@@ -3,6 +3,9 @@
 //! loopback; then every API call needs a key (`Authorization: Bearer`) or a session
 //! cookie, and every page a signed-in browser.
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
@@ -143,10 +146,16 @@ async fn identify(state: &AppState, headers: &HeaderMap) -> ApiResult<Option<Pri
             None => Err(ApiError::Unauthorized("the API key is not valid".into())),
         };
     }
-    match secret::session_token(headers) {
+    match secret::session_token(headers, secure(state, headers)) {
         Some(token) => session_principal(state, token).await,
         None => Ok(None),
     }
+}
+
+/// Whether the session cookie is `Secure` for this request: the server was told the
+/// dashboard is reached over https, or a TLS proxy says this request was.
+pub fn secure(state: &AppState, headers: &HeaderMap) -> bool {
+    state.secure_cookies || secret::forwarded_https(headers)
 }
 
 /// The caller `key` names, if it is a key given to `serve` or a stored one.
@@ -273,14 +282,41 @@ pub async fn api_door(
     Ok(next.run(request).await)
 }
 
-/// The door of the dashboard's pages: a signed-out browser is sent to sign in, and
+/// What the pages' door needs: the state, and the site's own files (`public/`, at the
+/// site root), which stay open because the sign-in page uses them.
+#[derive(Clone)]
+pub struct PageDoor {
+    pub state: AppState,
+    pub open_files: Arc<HashSet<String>>,
+}
+
+impl PageDoor {
+    /// The files at the top of `site_root` (not its folders) as paths: `/favicon.svg`.
+    pub fn new(state: AppState, site_root: &std::path::Path) -> Self {
+        let open_files = std::fs::read_dir(site_root)
+            .map(|dir| {
+                dir.filter_map(Result::ok)
+                    .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
+                    .filter_map(|entry| entry.file_name().into_string().ok())
+                    .map(|name| format!("/{name}"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        PageDoor {
+            state,
+            open_files: Arc::new(open_files),
+        }
+    }
+}
+
+/// The door of everything the pages' router answers, its fallback included (a
+/// trailing slash, an unknown path): a signed-out browser is sent to sign in, and
 /// back to the very URL it asked for afterwards.
-pub async fn page_door(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
-    match caller(&state, &mut request).await {
+pub async fn page_door(State(door): State<PageDoor>, mut request: Request, next: Next) -> Response {
+    if door.open_files.contains(request.uri().path()) {
+        return next.run(request).await;
+    }
+    match caller(&door.state, &mut request).await {
         Ok(Some(principal)) => {
             request.extensions_mut().insert(principal);
             next.run(request).await

@@ -8,6 +8,7 @@ use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 use serde_json::Value;
 
+use super::bounded;
 use super::error::{ApiError, ApiResult};
 
 pub const MAX_WIRE_BYTES: usize = 32 * 1024 * 1024;
@@ -149,7 +150,10 @@ fn inflate(
     }
 }
 
+/// A JSON body, its decoded size taken from the write budget first
+/// ([`bounded::charge_json`]).
 pub fn json(bytes: &[u8]) -> ApiResult<Value> {
+    bounded::charge_json(bytes)?;
     serde_json::from_slice(bytes).map_err(|e| {
         ApiError::bad(
             "invalid_json",
@@ -158,30 +162,12 @@ pub fn json(bytes: &[u8]) -> ApiResult<Value> {
     })
 }
 
-/// The list under `field` of a JSON object body, at most `max` long.
-pub fn list(body: Value, field: &str, max: usize) -> ApiResult<Vec<Value>> {
-    let Value::Object(mut obj) = body else {
-        return Err(ApiError::bad(
-            "invalid_body",
-            format!("body must be an object with a {field} list"),
-        ));
-    };
-    let Some(Value::Array(items)) = obj.remove(field) else {
-        return Err(ApiError::bad(
-            "invalid_body",
-            format!("{field} must be a list"),
-        ));
-    };
-    if items.len() > max {
-        return Err(ApiError::TooLarge {
-            code: "too_many_items",
-            message: format!(
-                "{field} has {} items; at most {max} per request",
-                items.len()
-            ),
-        });
-    }
-    Ok(items)
+/// The list under `field` of a JSON object body, at most `max` long: refused as soon
+/// as it holds more, before the rest is decoded. The body's decoded size is taken from
+/// the write budget first.
+pub fn list(bytes: &[u8], field: &'static str, max: usize) -> ApiResult<Vec<Value>> {
+    bounded::charge_json(bytes)?;
+    bounded::decode_list(bytes, field, max).map_err(|e| e.into_api(field, max))
 }
 
 #[cfg(test)]

@@ -37,6 +37,9 @@ pub enum ApiError {
     /// A failure that may pass; the client should retry after `retry_after_s`.
     #[error("{message}")]
     Unavailable { message: String, retry_after_s: u32 },
+    /// Too many failed attempts from one client; it may try again after `retry_after_s`.
+    #[error("{message}")]
+    Throttled { message: String, retry_after_s: u32 },
     /// Our fault: the source goes to the log, a generic sentence to the client.
     #[error("internal error")]
     Internal(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -89,6 +92,7 @@ impl ApiError {
             }
             ApiError::Timeout(_) => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             ApiError::Unavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            ApiError::Throttled { .. } => (StatusCode::TOO_MANY_REQUESTS, "too_many_attempts"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         }
     }
@@ -107,8 +111,9 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::RunNotFound(id) => ApiError::run_not_found(&id),
-            StoreError::ProjectConflict { run_id, existing } => ApiError::Conflict(format!(
-                "run {run_id} already belongs to project {existing:?}; project cannot change"
+            // Never names the other project: the caller may not be allowed to see it.
+            StoreError::ProjectConflict { run_id, .. } => ApiError::Conflict(format!(
+                "run id {run_id} is taken by a run of another project; choose another"
             )),
             StoreError::BadCursor => ApiError::bad("invalid_cursor", "cursor is not valid"),
             StoreError::NotListed { span_id } => ApiError::not_found(
@@ -154,7 +159,9 @@ impl IntoResponse for ApiError {
             other => other.to_string(),
         };
         let mut response = error_response(status, code, message);
-        if let ApiError::Unavailable { retry_after_s, .. } = self {
+        if let ApiError::Unavailable { retry_after_s, .. }
+        | ApiError::Throttled { retry_after_s, .. } = self
+        {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));

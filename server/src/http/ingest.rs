@@ -18,6 +18,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use super::auth::{visible_run, Principal};
 use super::body;
+use super::bounded::{self, ListError};
 use super::error::{ApiError, ApiResult};
 use super::{now_us, AppState};
 use crate::store::{EventBatch, IdempotencyRecord, Receipt, Written};
@@ -57,7 +58,7 @@ async fn upsert_run(
         if let Some(other) = state.store.reads().run_project(&run_id).await? {
             if !who.sees(&other) {
                 return Err(ApiError::Conflict(format!(
-                    "run id {run_id} is taken; choose another"
+                    "run id {run_id} is taken by a run of another project; choose another"
                 )));
             }
         }
@@ -117,7 +118,7 @@ async fn write_metrics(
         &format!("metrics/{run_id}"),
         &bytes,
         || async {
-            let items = body::list(body::json(&bytes)?, "points", MAX_BATCH_ITEMS)?;
+            let items = body::list(&bytes, "points", MAX_BATCH_ITEMS)?;
             let mut response = BatchResponse::default();
             let mut points = Vec::with_capacity(items.len());
             for (index, item) in items.iter().enumerate() {
@@ -144,6 +145,9 @@ async fn write_events(
     check_id(&run_id, "run_id")?;
     visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
+    // Counted on this task, whose share of the write budget the decoded size is
+    // taken from; decoding then stays within it.
+    bounded::charge_json(&bytes)?;
     // Hashing and decoding a batch is long CPU work: off the async workers, which
     // also carry the store's writer from statement to statement. The key is looked
     // up in the write's own transaction (two requests racing with one key write
@@ -163,10 +167,11 @@ async fn write_events(
 /// the answer is to be kept under (in the events' own transaction).
 fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<EventBatch> {
     let receipt = receipt(headers, scope, bytes)?;
-    let (events, parsed) = match decode_valid_events(bytes) {
+    let (events, parsed) = match decode_valid_events(bytes)? {
         Some(decoded) => decoded,
         None => {
-            let items = body::list(body::json(bytes)?, "events", MAX_BATCH_ITEMS)?;
+            let items = bounded::decode_list::<Value>(bytes, "events", MAX_BATCH_ITEMS)
+                .map_err(|e| e.into_api("events", MAX_BATCH_ITEMS))?;
             parse_events(items.iter().map(parse_event))
         }
     };
@@ -177,37 +182,42 @@ fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Ev
     })
 }
 
-#[derive(serde::Deserialize)]
-struct EventsBody<'a> {
+/// The common case: a batch of valid events, decoded without a map per event. None
+/// when anything is off, for the map path to name it (both parse alike); a list
+/// over the limit is refused here, decoded no further and not again.
+fn decode_valid_events(bytes: &[u8]) -> ApiResult<Option<Parsed>> {
     #[allow(
         clippy::vec_box,
         reason = "the list grows by doubling with no length known: moving 600-byte \
                   fields at each doubling cost 2% of ingest, more than the boxes"
     )]
-    #[serde(borrow)]
-    events: Vec<Box<EventFields<'a>>>,
-}
-
-/// The common case: a batch of valid events, decoded without a map per event. None
-/// when anything is off, for the map path to name it (both parse alike).
-fn decode_valid_events(bytes: &[u8]) -> Option<(Vec<(usize, SpanEvent)>, BatchResponse)> {
-    let body: EventsBody = serde_json::from_slice(bytes).ok()?;
-    if body.events.len() > MAX_BATCH_ITEMS {
-        return None;
-    }
+    let decoded: Vec<Box<EventFields>> =
+        match bounded::decode_list(bytes, "events", MAX_BATCH_ITEMS) {
+            Ok(list) => list,
+            Err(ListError::TooMany) => {
+                return Err(ListError::TooMany.into_api("events", MAX_BATCH_ITEMS))
+            }
+            Err(_) => return Ok(None),
+        };
     // Sized up front: collecting through `Option` knows no length, and each doubling
     // of a batch's list moved it whole into freshly zeroed pages.
-    let mut all = Vec::with_capacity(body.events.len());
-    for fields in &body.events {
-        all.push(parse_fields(fields).ok()?);
+    let mut all = Vec::with_capacity(decoded.len());
+    for fields in &decoded {
+        match parse_fields(fields) {
+            Ok(parsed) => all.push(parsed),
+            Err(_) => return Ok(None),
+        }
     }
-    Some(parse_events(all.into_iter().map(Ok)))
+    Ok(Some(parse_events(all.into_iter().map(Ok))))
 }
+
+/// A batch's accepted events by their index, and its answer so far.
+type Parsed = (Vec<(usize, SpanEvent)>, BatchResponse);
 
 /// Sorts parsed events into the accepted, with their warnings, and the rejected.
 fn parse_events(
     items: impl Iterator<Item = Result<(SpanEvent, Vec<String>), treeline_wire::Invalid>>,
-) -> (Vec<(usize, SpanEvent)>, BatchResponse) {
+) -> Parsed {
     let mut parsed = BatchResponse::default();
     let mut events = Vec::with_capacity(items.size_hint().0);
     for (index, item) in items.enumerate() {

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod bounded;
 pub mod budget;
 mod compare;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod query;
 pub mod secret;
 pub mod shed;
 pub mod signin;
+pub mod throttle;
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -42,6 +44,8 @@ pub struct AppState {
     pub write_slots: Arc<tokio::sync::Semaphore>,
     /// The memory write bodies may hold together (`budget::BODY_BUDGET_MIB`).
     pub body_budget: Arc<tokio::sync::Semaphore>,
+    /// Failed sign-ins per client address.
+    pub signin_throttle: Arc<throttle::Throttle>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -57,6 +61,7 @@ impl AppState {
             secure_cookies: false,
             write_slots: shed::write_slots(),
             body_budget: budget::new_budget(),
+            signin_throttle: Arc::default(),
         }
     }
 }

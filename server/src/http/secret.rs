@@ -6,8 +6,21 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-/// The session cookie's name.
+/// The session cookie's name over plain http.
 pub const COOKIE: &str = "treeline_session";
+/// Its name when it is `Secure`: browsers take a `__Host-` cookie only from a secure
+/// page, for the whole host, so a neighbouring subdomain cannot plant one.
+pub const SECURE_COOKIE: &str = "__Host-treeline_session";
+
+/// The cookie name a request reads and sets: the `__Host-` one when the session
+/// cookie is `Secure` for it.
+pub fn cookie_name(secure: bool) -> &'static str {
+    if secure {
+        SECURE_COOKIE
+    } else {
+        COOKIE
+    }
+}
 /// What every new API key starts with, so a leaked one is easy to spot in a log or
 /// a secret scanner.
 pub const KEY_PREFIX: &str = "tl_";
@@ -52,15 +65,17 @@ pub fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
-/// The session token of the request's cookie, if any.
-pub fn session_token(headers: &HeaderMap) -> Option<&str> {
+/// The session token of the request's cookie, if any: the cookie named for a
+/// secure request or a plain one, never the other.
+pub fn session_token(headers: &HeaderMap, secure: bool) -> Option<&str> {
+    let name = cookie_name(secure);
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.trim())
         .filter(|v| !v.is_empty())
 }
@@ -69,9 +84,10 @@ pub fn session_token(headers: &HeaderMap) -> Option<&str> {
 /// HttpOnly, so no script reads it; SameSite=Lax, so another site's form or fetch
 /// does not carry it; Secure when the dashboard is reached over https.
 pub fn cookie(token: &str, max_age_s: i64, secure: bool) -> HeaderValue {
+    let name = cookie_name(secure);
     let secure = if secure { "; Secure" } else { "" };
     let text =
-        format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}");
+        format!("{name}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age_s}{secure}");
     // The token is base64url and the rest is ours: always a valid header value.
     HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
@@ -152,15 +168,28 @@ mod tests {
     #[test]
     fn the_session_cookie_is_found_among_others() {
         let h = headers(&[("cookie", "a=1; treeline_session=tok; b=2")]);
-        assert_eq!(session_token(&h), Some("tok"));
-        let h = headers(&[("cookie", "a=1"), ("cookie", "treeline_session=t2")]);
-        assert_eq!(session_token(&h), Some("t2"));
+        assert_eq!(session_token(&h, false), Some("tok"));
         assert_eq!(
-            session_token(&headers(&[("cookie", "treeline_session=")])),
+            session_token(&h, true),
+            None,
+            "a secure request reads __Host- only"
+        );
+        let h = headers(&[("cookie", "a=1"), ("cookie", "treeline_session=t2")]);
+        assert_eq!(session_token(&h, false), Some("t2"));
+        let h = headers(&[("cookie", "treeline_session=p; __Host-treeline_session=s")]);
+        assert_eq!(session_token(&h, true), Some("s"));
+        assert_eq!(session_token(&h, false), Some("p"));
+        let set = cookie("tok", 60, true);
+        assert!(set
+            .to_str()
+            .is_ok_and(|v| v.starts_with("__Host-treeline_session=tok; Path=/;")
+                && v.ends_with("; Secure")));
+        assert_eq!(
+            session_token(&headers(&[("cookie", "treeline_session=")]), false),
             None
         );
         assert_eq!(
-            session_token(&headers(&[("cookie", "xtreeline_session=a")])),
+            session_token(&headers(&[("cookie", "xtreeline_session=a")]), false),
             None
         );
     }

@@ -3,8 +3,11 @@
 //! server-side; `POST /logout` ends it. After signing in the browser goes back to
 //! `next`, the very page it first asked for.
 
-use axum::body::{to_bytes, Body};
-use axum::extract::{RawQuery, State};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Instant;
+
+use axum::body::to_bytes;
+use axum::extract::{ConnectInfo, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -74,17 +77,21 @@ async fn login_page(
 /// doors apply (a session of a revoked key, or of a key no longer given to `serve`,
 /// is none: counting it here would send the browser back and forth).
 async fn signed_in(state: &AppState, headers: &HeaderMap) -> ApiResult<bool> {
-    match secret::session_token(headers) {
+    match secret::session_token(headers, auth::secure(state, headers)) {
         Some(token) => Ok(auth::session_principal(state, token).await?.is_some()),
         None => Ok(false),
     }
 }
 
-async fn login(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
-) -> ApiResult<Response> {
+async fn login(State(state): State<AppState>, request: Request) -> ApiResult<Response> {
+    let (parts, body) = request.into_parts();
+    let headers = parts.headers;
+    // The peer's address (a proxy in front counts as one client); none where the
+    // router is called in-process, as tests do.
+    let client = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip());
     let form_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -124,13 +131,24 @@ async fn login(
             Some("Enter an API key."),
         ));
     }
+    if let Some(wait) = state.signin_throttle.wait(client, Instant::now()) {
+        return Ok(throttled(&next, wait.as_secs_f64().ceil() as u32));
+    }
     let Some(principal) = auth::key_principal(&state, &key, Via::Session).await? else {
+        if let Some(wait) = state.signin_throttle.failed(client, Instant::now()) {
+            tracing::warn!(
+                %client,
+                wait_s = wait.as_secs(),
+                "repeated failed sign-ins: this address waits before its next try"
+            );
+        }
         return Ok(form(
             StatusCode::UNAUTHORIZED,
             &next,
             Some("That key is not valid. Check it, or ask for a new one."),
         ));
     };
+    state.signin_throttle.succeeded(client);
     let token = secret::random(32).map_err(|e| ApiError::Internal(Box::new(e)))?;
     let now = now_us();
     state
@@ -146,27 +164,47 @@ async fn login(
     let mut response = Redirect::to(&next).into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        secret::cookie(&token, SESSION_TTL_S, secure(&state, &headers)),
+        secret::cookie(&token, SESSION_TTL_S, auth::secure(&state, &headers)),
     );
     Ok(response)
+}
+
+/// The form again, with 429 and how long to wait: too many failures from this address.
+fn throttled(next: &str, retry_after_s: u32) -> Response {
+    let retry_after_s = retry_after_s.max(1);
+    let mut response = form(
+        StatusCode::TOO_MANY_REQUESTS,
+        next,
+        Some(&format!(
+            "Too many keys that were not valid came from this address. Try again in {retry_after_s} s."
+        )),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_s));
+    response
 }
 
 async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
     if !secret::same_site(&headers) {
         return Err(cross_site());
     }
-    if let Some(token) = secret::session_token(&headers) {
+    let secure = auth::secure(&state, &headers);
+    if let Some(token) = secret::session_token(&headers, secure) {
         state
             .store
             .access()
             .end_session(&secret::digest(token))
             .await?;
     }
+    // Both names are cleared: the one this request read, and the other, left by a
+    // sign-in that reached the server the other way (over http, or through the proxy).
     let mut response = Redirect::to(LOGIN).into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        secret::cookie("", 0, secure(&state, &headers)),
-    );
+    for secure in [secure, !secure] {
+        response
+            .headers_mut()
+            .append(header::SET_COOKIE, secret::cookie("", 0, secure));
+    }
     Ok(response)
 }
 
@@ -179,10 +217,6 @@ fn cross_site() -> ApiError {
         "cross_site_request",
         "this form must be sent from a page of this site",
     )
-}
-
-fn secure(state: &AppState, headers: &HeaderMap) -> bool {
-    state.secure_cookies || secret::forwarded_https(headers)
 }
 
 /// The sign-in page. Plain HTML and the dashboard's stylesheet: no script needed.

@@ -6,6 +6,7 @@
 pub mod attributes;
 #[cfg(feature = "devtools")]
 pub mod bench;
+pub mod bound;
 pub mod decode;
 pub mod mapping;
 pub mod messages;

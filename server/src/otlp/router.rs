@@ -18,6 +18,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use treeline_wire::{check_id, parse_event, SpanEvent};
 
 use super::attributes::{flatten, hex};
+use super::bound;
 use super::decode::{self, Format};
 use super::mapping::{micros, span_events};
 use super::order::{parents_first, Pair};
@@ -95,8 +96,21 @@ async fn handle(
         }
     };
     let bytes = body::read(headers, raw).await?;
+    match format {
+        Format::Protobuf => bound::charge_protobuf(&bytes)?,
+        Format::Json => crate::http::bounded::charge_json(&bytes)?,
+    }
     let request = decode::request(format, &bytes)?;
     drop(bytes);
+    let spans: usize = request
+        .resource_spans
+        .iter()
+        .flat_map(|r| &r.scope_spans)
+        .map(|s| s.spans.len())
+        .sum();
+    if spans > bound::MAX_OTLP_SPANS {
+        return Err(bound::too_many_spans());
+    }
     let now = now_us();
     let (batches, mut report) = plan(&state.runs, request, header_run.as_deref(), now);
     // A project key writes its project or nothing: all checked before anything is
@@ -111,25 +125,46 @@ async fn handle(
             ),
         ));
     }
-    if who.project.is_some() {
-        for run_id in batches.keys() {
-            let project = state.app.store.reads().run_project(run_id).await?;
-            if project.is_some_and(|p| !who.sees(&p)) {
-                return Err(ApiError::run_not_found(run_id));
-            }
-        }
-    }
+    // Every run is placed before any span is stored. Placing a run creates it in the
+    // spans' project or answers the project it already has, in one step, so a run
+    // made meanwhile by another project is seen here, never written into.
+    let store = state.app.store.as_ref();
+    let mut placed = Vec::with_capacity(batches.len());
     for (run_id, batch) in batches {
-        state
-            .runs
-            .ensure(
-                state.app.store.as_ref(),
-                &run_id,
-                &batch.project,
-                batch.name,
-                now,
-            )
-            .await?;
+        let target = match &batch.name {
+            Some(name) => {
+                let daily = state
+                    .runs
+                    .daily(store, &run_id, &batch.project, name, now)
+                    .await?;
+                let Some(id) = daily else {
+                    for [(index, _), _] in &batch.spans {
+                        let span = report.span_ids.get(index / 2).cloned().unwrap_or_default();
+                        report.reject(format!(
+                            "span {span}: the daily run {run_id} and its alternates belong to \
+                             other projects; name a run with {}",
+                            runs::RUN_ID_ATTRIBUTE
+                        ));
+                    }
+                    continue;
+                };
+                id
+            }
+            None => {
+                let owner = state
+                    .runs
+                    .ensure(store, &run_id, &batch.project, None, now)
+                    .await?;
+                // To a project key, another project's run does not exist.
+                if !who.sees(&owner) {
+                    return Err(ApiError::run_not_found(&run_id));
+                }
+                run_id
+            }
+        };
+        placed.push((target, batch));
+    }
+    for (run_id, batch) in placed {
         let mut events: Vec<(usize, SpanEvent)> =
             parents_first(batch.spans).into_iter().flatten().collect();
         // Transactions no bigger than a native request's; a span's two events stay

@@ -3,7 +3,7 @@
 //! each project gets one run per UTC day, created on first use, so an exporter
 //! configured with nothing but the endpoint URL works.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
@@ -113,14 +113,19 @@ pub fn daily_run_name(project: &str, day: i64) -> String {
 const MAX_KNOWN_RUNS: usize = 10_000;
 const MAX_TRACES: usize = 200_000;
 
-/// What this server remembers between exports: the runs known to exist (to skip a
-/// lookup per request) and the day each recent trace was given, so a trace whose
-/// spans straddle midnight, or whose export is retried, stays in one daily run.
+/// What this server remembers between exports: the runs known to exist, with their
+/// projects (to skip a lookup per request), and the day each recent trace was given,
+/// so a trace whose spans straddle midnight, or whose export is retried, stays in one
+/// daily run.
 #[derive(Default)]
 pub struct Runs {
-    known: Mutex<HashSet<String>>,
+    known: Mutex<HashMap<String, String>>,
     traces: Mutex<(HashMap<String, i64>, HashMap<String, i64>)>,
 }
+
+/// The longest id a daily run's alternate may start with, so that `-` and six hex
+/// digits keep it within the id rules' 64 characters.
+const ALTERNATE_PREFIX_CHARS: usize = 57;
 
 impl Runs {
     /// The day of a trace of `project`: the one it was given before, else that of
@@ -142,8 +147,9 @@ impl Runs {
         day
     }
 
-    /// Makes sure the run exists, creating it in `project` when it does not. An
-    /// existing run keeps its own project and name.
+    /// The project of the run, which is created in `project` when it does not exist;
+    /// one step in the store, so no request of another project can create it in
+    /// between. An existing run keeps its own project and name.
     pub async fn ensure(
         &self,
         store: &dyn Store,
@@ -151,29 +157,76 @@ impl Runs {
         project: &str,
         name: Option<String>,
         now: i64,
-    ) -> Result<(), StoreError> {
-        if self.known.lock().is_ok_and(|k| k.contains(run_id)) {
-            return Ok(());
+    ) -> Result<String, StoreError> {
+        if let Some(known) = self.known.lock().ok().and_then(|k| k.get(run_id).cloned()) {
+            return Ok(known);
         }
-        if store.reads().get_run(run_id).await?.is_none() {
-            let run = RunUpsert {
-                project: project.to_string(),
-                name,
-                ..Default::default()
-            };
-            match store.upsert_run(run_id, &run, now).await {
-                // Created meanwhile by another request, in another project: use it.
-                Ok(_) | Err(StoreError::ProjectConflict { .. }) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let run = RunUpsert {
+            project: project.to_string(),
+            name,
+            ..Default::default()
+        };
+        let owner = store.ensure_run(run_id, &run, now).await?;
         if let Ok(mut known) = self.known.lock() {
             if known.len() >= MAX_KNOWN_RUNS {
                 known.clear();
             }
-            known.insert(run_id.to_string());
+            known.insert(run_id.to_string(), owner.clone());
         }
-        Ok(())
+        Ok(owner)
+    }
+
+    /// The run a project's spans of a day go to: the daily run `daily_id`, created in
+    /// `project` on first use. When another project holds that id (a run made with
+    /// it by hand), the spans go to `project`'s alternate beside it: found by its name,
+    /// else `<daily_id>-<6 hex digits of the project's SHA-256>`, else the same with
+    /// random digits. None only when all of those belong to other projects.
+    pub async fn daily(
+        &self,
+        store: &dyn Store,
+        daily_id: &str,
+        project: &str,
+        name: &str,
+        now: i64,
+    ) -> Result<Option<String>, StoreError> {
+        let owner = self
+            .ensure(store, daily_id, project, Some(name.to_string()), now)
+            .await?;
+        if owner == project {
+            return Ok(Some(daily_id.to_string()));
+        }
+        let stem: String = daily_id.chars().take(ALTERNATE_PREFIX_CHARS).collect();
+        let prefix = format!("{stem}-");
+        if let Some(found) = store.reads().find_named_run(project, name, &prefix).await? {
+            return Ok(Some(found));
+        }
+        tracing::warn!(
+            run_id = daily_id,
+            project,
+            "the daily OpenTelemetry run id belongs to another project; using an alternate"
+        );
+        let hashed: String = Sha256::digest(project.as_bytes())[..3]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let mut random = [0u8; 3];
+        let random = match getrandom::fill(&mut random) {
+            Ok(()) => random.iter().map(|b| format!("{b:02x}")).collect(),
+            Err(_) => String::new(),
+        };
+        for suffix in [hashed, random] {
+            if suffix.is_empty() {
+                continue;
+            }
+            let id = format!("{prefix}{suffix}");
+            let owner = self
+                .ensure(store, &id, project, Some(name.to_string()), now)
+                .await?;
+            if owner == project {
+                return Ok(Some(id));
+            }
+        }
+        Ok(None)
     }
 }
 

@@ -248,6 +248,10 @@ pub trait Ingest: Send + Sync {
     /// Creates the run (true) or updates its name, config and start (false).
     /// `ProjectConflict` when the run exists under another project.
     async fn upsert_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<bool>;
+    /// Creates the run in `run.project` unless it exists, and answers the project it
+    /// belongs to, in one transaction: no other request can create it in between, and
+    /// a run's project never changes, so the answer holds for every later write.
+    async fn ensure_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<String>;
     /// Sets the run's status and turns its running spans into interrupted ones.
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()>;
     /// Stores metric points; a repeated (key, step) keeps the last value.

@@ -205,6 +205,10 @@ impl Ingest for PostgresStore {
         run_writes::upsert_run(&self.pool, run_id, run, now).await
     }
 
+    async fn ensure_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<String> {
+        run_writes::ensure_run(&self.pool, run_id, run, now).await
+    }
+
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()> {
         run_writes::finish_run(&self.pool, run_id, finish, now).await
     }

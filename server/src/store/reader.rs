@@ -39,6 +39,14 @@ pub trait Reads: Send + Sync {
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
     /// The run's project; `None` when there is no such run.
     async fn run_project(&self, run_id: &str) -> StoreResult<Option<String>>;
+    /// The earliest run of `project` named `name` whose id starts with `id_prefix`:
+    /// where a daily OTLP run went when its own id was taken.
+    async fn find_named_run(
+        &self,
+        project: &str,
+        name: &str,
+        id_prefix: &str,
+    ) -> StoreResult<Option<String>>;
     /// Every (step, value) of one metric, by step.
     async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>>;
     /// One page of trace summaries matching `query`, in its order, with the cursor
@@ -413,6 +421,23 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .await?
             .map(|r| r.req_text("project"))
             .transpose()
+    }
+
+    async fn find_named_run(
+        &self,
+        project: &str,
+        name: &str,
+        id_prefix: &str,
+    ) -> StoreResult<Option<String>> {
+        let mut q = Sql::new("SELECT run_id FROM runs WHERE project = ");
+        q.bind(project).push(" AND name = ");
+        // The length is ours, not the caller's: a literal needs no cast on either side.
+        q.bind(name).push(format!(
+            " AND substr(run_id, 1, {}) = ",
+            id_prefix.chars().count()
+        ));
+        q.bind(id_prefix).push(" ORDER BY start_us, run_id LIMIT 1");
+        self.row(q).await?.map(|r| r.req_text("run_id")).transpose()
     }
 
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>> {

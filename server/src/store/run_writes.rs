@@ -51,7 +51,25 @@ pub(super) async fn upsert_run<DB: Dialect>(
     Ok(created)
 }
 
-async fn upsert_in<DB: Dialect>(
+/// The run's project, creating the run first when there is none (see
+/// `Ingest::ensure_run`).
+pub(super) async fn ensure_run<DB: Dialect>(
+    pool: &Pool<DB>,
+    run_id: &str,
+    run: &RunUpsert,
+    now: i64,
+) -> StoreResult<String> {
+    let mut tx = pool.begin().await?;
+    let project = match insert_run::<DB>(&mut tx, run_id, run, now).await? {
+        true => run.project.clone(),
+        false => select_project::<DB>(&mut tx, run_id, "").await?,
+    };
+    tx.commit().await?;
+    Ok(project)
+}
+
+/// Inserts the run unless its id exists: true when it did not.
+async fn insert_run<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     run: &RunUpsert,
@@ -73,9 +91,19 @@ async fn upsert_in<DB: Dialect>(
     q.push(", ");
     q.bind(now);
     q.push(") ON CONFLICT (run_id) DO NOTHING");
-    if DB::execute(&mut *conn, q).await? == 1 {
+    Ok(DB::execute(&mut *conn, q).await? == 1)
+}
+
+async fn upsert_in<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    run: &RunUpsert,
+    now: i64,
+) -> StoreResult<bool> {
+    if insert_run::<DB>(&mut *conn, run_id, run, now).await? {
         return Ok(true);
     }
+    let config = run.config.as_ref().map(Value::to_string);
     let project = select_project::<DB>(&mut *conn, run_id, DB::FOR_UPDATE).await?;
     if project != run.project {
         return Err(StoreError::ProjectConflict {

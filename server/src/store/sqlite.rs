@@ -405,6 +405,10 @@ impl Ingest for SqliteStore {
         run_writes::upsert_run(&self.writer, run_id, run, now).await
     }
 
+    async fn ensure_run(&self, run_id: &str, run: &RunUpsert, now: i64) -> StoreResult<String> {
+        run_writes::ensure_run(&self.writer, run_id, run, now).await
+    }
+
     async fn finish_run(&self, run_id: &str, finish: &RunFinish, now: i64) -> StoreResult<()> {
         run_writes::finish_run(&self.writer, run_id, finish, now).await
     }

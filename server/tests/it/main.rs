@@ -16,5 +16,7 @@ mod load;
 mod otlp;
 mod schema;
 mod size;
+mod team;
+mod tenancy;
 #[cfg(feature = "devtools")]
 mod transfer;

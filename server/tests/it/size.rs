@@ -284,3 +284,136 @@ async fn writes_past_the_body_budget_answer_503_until_the_bodies_are_gone() {
     }
     assert_eq!(status, 200, "once the bodies are gone, writes are stored");
 }
+
+/// A body that is small even inflated but decodes to many items: `prefix`, then
+/// `item` `count` times joined by `,`, then `suffix`, gzipped.
+fn many_items(prefix: &[u8], item: &[u8], count: usize, suffix: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(prefix).expect("compress");
+    let mut piece = Vec::new();
+    for _ in 0..1000 {
+        piece.extend_from_slice(item);
+        piece.push(b',');
+    }
+    for _ in 0..count / 1000 - 1 {
+        encoder.write_all(&piece).expect("compress");
+    }
+    encoder
+        .write_all(&piece[..piece.len() - 1])
+        .expect("compress");
+    encoder.write_all(suffix).expect("compress");
+    encoder.finish().expect("gzip")
+}
+
+/// An OTLP protobuf request of `spans` empty spans, gzipped: two bytes a span.
+fn empty_spans(spans: usize) -> Vec<u8> {
+    fn field(out: &mut Vec<u8>, tag: u8, inner: &[u8]) {
+        out.push(tag << 3 | 2);
+        let mut len = inner.len();
+        while len >= 0x80 {
+            out.push((len as u8 & 0x7f) | 0x80);
+            len >>= 7;
+        }
+        out.push(len as u8);
+        out.extend_from_slice(inner);
+    }
+    let scope = b"\x12\x00".repeat(spans);
+    let mut resource = Vec::new();
+    field(&mut resource, 2, &scope);
+    let mut request = Vec::new();
+    field(&mut request, 1, &resource);
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(&request).expect("compress");
+    encoder.finish().expect("gzip")
+}
+
+/// Requests a few KB on the wire whose items would take gigabytes decoded are refused
+/// while they decode, holding the server's memory to a few MiB more.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_of_millions_of_small_items_answer_413_within_bounded_memory() {
+    const GROWTH_BOUND_MIB: u64 = 100;
+    let cases = [
+        (
+            "2,000,000 empty events",
+            "/api/runs/size-run/traces/events",
+            "application/json",
+            many_items(br#"{"events":["#, b"{}", 2_000_000, b"]}"),
+        ),
+        // Under the count of values: the list's own bound stops its decoding.
+        (
+            "400,000 empty events",
+            "/api/runs/size-run/traces/events",
+            "application/json",
+            many_items(br#"{"events":["#, b"{}", 400_000, b"]}"),
+        ),
+        (
+            "2,000,000 empty metric points",
+            "/api/runs/size-run/metrics",
+            "application/json",
+            many_items(br#"{"points":["#, b"{}", 2_000_000, b"]}"),
+        ),
+        (
+            "a run whose config holds 3,000,000 numbers",
+            "/api/runs/size-run",
+            "application/json",
+            many_items(br#"{"project":"p","config":["#, b"0", 3_000_000, b"]}"),
+        ),
+        (
+            "4,000,000 empty OTLP spans (protobuf)",
+            "/v1/traces",
+            "application/x-protobuf",
+            empty_spans(4_000_000),
+        ),
+        (
+            "2,000,000 empty OTLP spans (JSON)",
+            "/v1/traces",
+            "application/json",
+            many_items(
+                br#"{"resourceSpans":[{"scopeSpans":[{"spans":["#,
+                b"{}",
+                2_000_000,
+                b"]}]}]}",
+            ),
+        ),
+    ];
+    for (name, _, _, body) in &cases {
+        assert!(body.len() < 64 * 1024, "{name} is {} bytes", body.len());
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let addr = free_addr();
+    let server = serve(dir.path(), &addr);
+    wait_ready(&format!("http://{addr}")).await;
+    let at_rest = peak_rss_mib(server.0.id());
+    for (name, path, content_type, body) in cases {
+        let method = if path == "/api/runs/size-run" {
+            "PUT"
+        } else {
+            "POST"
+        };
+        let reply = reqwest::Client::new()
+            .request(
+                method.parse().expect("method"),
+                format!("http://{addr}{path}"),
+            )
+            .header("content-type", content_type)
+            .header("content-encoding", "gzip")
+            .body(body)
+            .send()
+            .await
+            .expect("an answer");
+        let status = reply.status().as_u16();
+        let text = reply.text().await.unwrap_or_default();
+        assert_eq!(status, 413, "{name}: {text}");
+        if name.starts_with("400,000") || name.contains("protobuf") {
+            assert!(text.contains("too_many_items"), "{name}: {text}");
+        }
+        let peak = peak_rss_mib(server.0.id());
+        println!("{name}: 413 ({text}); server peak RSS {peak} MiB, {at_rest} MiB at rest");
+        assert!(
+            peak.saturating_sub(at_rest) < GROWTH_BOUND_MIB,
+            "{name}: peak RSS grew from {at_rest} to {peak} MiB"
+        );
+    }
+    wait_ready(&format!("http://{addr}")).await;
+}

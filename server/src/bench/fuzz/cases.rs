@@ -383,6 +383,55 @@ fn damage(bytes: &mut Vec<u8>, rng: &mut Rng) {
     }
 }
 
+/// For a write route, a body of many tiny items (a decompression amplifier): empty
+/// events or points, empty OTLP spans in protobuf or JSON, or a config of numbers.
+/// Answers the body and whether it is JSON.
+fn amplified(route: &str, rng: &mut Rng) -> Option<(Vec<u8>, bool)> {
+    let count = *rng.pick(&[20_000usize, 400_000, 2_000_000])?;
+    let list = |prefix: &str, item: &str, suffix: &str| {
+        let mut body = prefix.as_bytes().to_vec();
+        for i in 0..count {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item.as_bytes());
+        }
+        body.extend_from_slice(suffix.as_bytes());
+        body
+    };
+    let body = if route.ends_with("/traces/events") {
+        (list(r#"{"events":["#, "{}", "]}"), true)
+    } else if route.ends_with("/metrics") {
+        (list(r#"{"points":["#, "{}", "]}"), true)
+    } else if route == routes::OTLP_TRACES && rng.one_in(2) {
+        (
+            list(
+                r#"{"resourceSpans":[{"scopeSpans":[{"spans":["#,
+                "{}",
+                "]}]}]}",
+            ),
+            true,
+        )
+    } else if route == routes::OTLP_TRACES {
+        let spans = vec![Span::default(); count.min(4_000_000)];
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        (request.encode_to_vec(), false)
+    } else if route.ends_with("/runs/{run_id}") {
+        (list(r#"{"project":"fuzz","config":["#, "0", "]}"), true)
+    } else {
+        return None;
+    };
+    Some(body)
+}
+
 fn compress(bytes: &[u8], encoding: &str) -> Vec<u8> {
     match encoding {
         "gzip" => {
@@ -450,7 +499,16 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
             None => Vec::new(),
         }
     };
-    if rng.one_in(6) {
+    // Now and then a body that is small once compressed but holds millions of items.
+    let amplified = rng
+        .one_in(40)
+        .then(|| amplified(&route, &mut rng))
+        .flatten();
+    let amplified_body = amplified.is_some();
+    if let Some((items, is_json)) = amplified {
+        body = items;
+        json_body = is_json;
+    } else if rng.one_in(6) {
         damage(&mut body, &mut rng);
     }
     let content_type = match (json_body, route.as_str()) {
@@ -474,7 +532,7 @@ pub(crate) fn request(seed: u64, n: u64, known: &Known) -> Request {
             content_type.to_string()
         },
     ));
-    match rng.below(20) {
+    match if amplified_body { 0 } else { rng.below(20) } {
         0..=2 => {
             body = compress(&body, "gzip");
             headers.push(("content-encoding", "gzip".into()));
