@@ -31,7 +31,7 @@ serve() {
 say "starting ${TREELINE#"$ROOT"/} on 127.0.0.1:$PORT with a fresh data directory"
 serve "$PORT" "$DATA"
 # A team server: keys stored with `treeline keys create`, so it asks for sign-in.
-AUTH_WRITE_KEY=$("$TREELINE" keys create --scope write --name "e2e writer" --data-dir "$AUTH_DATA" | tail -n 1)
+AUTH_WRITE_KEY=$("$TREELINE" keys create --init --scope write --name "e2e writer" --data-dir "$AUTH_DATA" | tail -n 1)
 AUTH_READ_KEY=$("$TREELINE" keys create --scope read --name "e2e reader" --data-dir "$AUTH_DATA" | tail -n 1)
 export AUTH_WRITE_KEY AUTH_READ_KEY AUTH_BASE_URL="http://127.0.0.1:$AUTH_PORT"
 say "starting a second one, with stored keys, on 127.0.0.1:$AUTH_PORT"

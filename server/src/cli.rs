@@ -115,6 +115,9 @@ impl Default for ServeArgs {
     }
 }
 
+/// The SQLite database's file name in `--data-dir`.
+pub const SQLITE_FILE: &str = "treeline.db";
+
 /// Opens the store that `--database-url`, or else the SQLite file in `--data-dir`
 /// (created if need be), names: what `serve` and `keys` share.
 pub async fn open_store(
@@ -122,7 +125,7 @@ pub async fn open_store(
     database_url: Option<&str>,
 ) -> Outcome<(String, Arc<dyn store::Store>)> {
     let url = database_url.map_or_else(
-        || format!("sqlite:{}", data_dir.join("treeline.db").to_string_lossy()),
+        || format!("sqlite:{}", data_dir.join(SQLITE_FILE).to_string_lossy()),
         str::to_string,
     );
     if database_url.is_none() {
@@ -278,8 +281,9 @@ async fn serve_command(args: ServeArgs) -> Outcome {
 const IDEMPOTENCY_WINDOW_US: i64 = 48 * 3600 * 1_000_000;
 const PRUNE_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Forgets idempotency answers older than the window and expired sessions, now and
-/// then every `PRUNE_EVERY`, for as long as the server runs.
+/// Forgets idempotency answers older than the window and expired sessions, and
+/// finishes OpenTelemetry daily runs whose day is over, now and then every
+/// `PRUNE_EVERY`, for as long as the server runs.
 fn prune_old_records(store: Arc<dyn store::Store>) {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(PRUNE_EVERY);
@@ -295,6 +299,15 @@ fn prune_old_records(store: Arc<dyn store::Store>) {
             if let Err(e) = store.access().prune_sessions(now).await {
                 tracing::warn!(error = %crate::failure::chain(&e),
                     "expired sessions could not be removed; retrying in 10 minutes");
+            }
+            match crate::otlp::runs::finish_past_days(store.as_ref(), now).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    finished = n,
+                    "OpenTelemetry daily runs of past days finished"
+                ),
+                Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
+                    "past days' OpenTelemetry runs could not be finished; retrying in 10 minutes"),
             }
         }
     });

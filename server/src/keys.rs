@@ -24,6 +24,11 @@ pub struct KeysArgs {
     /// The database, as given to `serve`: sqlite:PATH or postgres://…
     #[arg(long, env = "TREELINE_DATABASE_URL", global = true)]
     database_url: Option<String>,
+    /// Make a new SQLite database in --data-dir when there is none (the first key,
+    /// before the server has started there). Without it, a missing database is an
+    /// error: a key written to the wrong folder would do nothing.
+    #[arg(long, global = true)]
+    init: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -41,16 +46,29 @@ enum KeysCommand {
         #[arg(long)]
         name: Option<String>,
     },
-    /// List the keys: id, name, scope, project, created and last used.
+    /// List the keys: id, name, scope, project, created, last used, and revoked.
     List,
-    /// End a key at once, and every browser session opened with it.
+    /// End a key at once, and every browser session opened with it. The key stays
+    /// listed, as revoked.
     Revoke {
         /// The key's id, as `keys list` shows it.
         id: String,
+        /// Revoke it even though it is the last key that works: a loopback server
+        /// started without --api-key then asks nobody for a key.
+        #[arg(long)]
+        last: bool,
     },
 }
 
 pub async fn run_command(args: KeysArgs) -> Outcome {
+    let file = args.data_dir.join(crate::cli::SQLITE_FILE);
+    if args.database_url.is_none() && !args.init && !file.exists() {
+        return Err(Failure::msg(format!(
+            "there is no Treeline database at {}: give the server's --data-dir (or \
+             TREELINE_DATA_DIR, or --database-url), or pass --init to make a new one there",
+            file.display()
+        )));
+    }
     let (_, store) = crate::cli::open_store(&args.data_dir, args.database_url.as_deref()).await?;
     let access = store.access();
     let mut out = std::io::stdout().lock();
@@ -79,6 +97,7 @@ pub async fn run_command(args: KeysArgs) -> Outcome {
                 project,
                 created_us: now_us(),
                 last_used_us: None,
+                revoked_us: None,
             };
             access
                 .create_key(&record, &secret::digest(&key))
@@ -110,28 +129,53 @@ pub async fn run_command(args: KeysArgs) -> Outcome {
                 write_table(&mut out, &keys).context("cannot write to standard output")?;
             }
         }
-        KeysCommand::Revoke { id } => {
-            if !access
-                .revoke_key(&id)
-                .await
-                .context("cannot revoke the key")?
-            {
+        KeysCommand::Revoke { id, last } => {
+            let keys = access.list_keys().await.context("cannot read the keys")?;
+            let Some(key) = keys.iter().find(|k| k.id == id) else {
                 return Err(Failure::msg(format!(
                     "no key has the id {id:?}; `treeline keys list` shows them"
                 )));
+            };
+            if let Some(when) = key.revoked_us {
+                return Err(Failure::msg(format!(
+                    "{id} was revoked already, at {}",
+                    self::when(Some(when))
+                )));
             }
+            let others = keys.iter().filter(|k| k.revoked_us.is_none()).count() - 1;
+            if others == 0 && !last {
+                return Err(Failure::msg(format!(
+                    "{id} is the last key that works. Once it is revoked, a server on \
+                     loopback started without --api-key asks nobody for a key: anyone who \
+                     reaches it reads and writes everything. Create another key first, or \
+                     pass --last to revoke it anyway"
+                )));
+            }
+            access
+                .revoke_key(&id, now_us())
+                .await
+                .context("cannot revoke the key")?;
             writeln!(
                 out,
-                "Revoked {id}: it and its browser sessions no longer work."
+                "Revoked {id}: it and its browser sessions no longer work. `keys list` \
+                 still shows it, as revoked."
             )
             .context("cannot write to standard output")?;
+            if others == 0 {
+                writeln!(
+                    out,
+                    "No key works now: a loopback server started without --api-key is open \
+                     to anyone who reaches it, from its next request."
+                )
+                .context("cannot write to standard output")?;
+            }
         }
     }
     Ok(())
 }
 
 fn write_table(out: &mut impl Write, keys: &[KeyRecord]) -> std::io::Result<()> {
-    let rows: Vec<[String; 6]> = keys
+    let rows: Vec<[String; 7]> = keys
         .iter()
         .map(|k| {
             [
@@ -141,11 +185,21 @@ fn write_table(out: &mut impl Write, keys: &[KeyRecord]) -> std::io::Result<()> 
                 k.project.clone().unwrap_or_else(|| "(all)".into()),
                 when(Some(k.created_us)),
                 when(k.last_used_us),
+                k.revoked_us.map_or_else(|| "-".into(), |t| when(Some(t))),
             ]
         })
         .collect();
-    let header = ["ID", "NAME", "SCOPE", "PROJECT", "CREATED", "LAST USED"].map(String::from);
-    let mut widths = [0usize; 6];
+    let header = [
+        "ID",
+        "NAME",
+        "SCOPE",
+        "PROJECT",
+        "CREATED",
+        "LAST USED",
+        "REVOKED",
+    ]
+    .map(String::from);
+    let mut widths = [0usize; 7];
     for row in std::iter::once(&header).chain(&rows) {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

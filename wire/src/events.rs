@@ -273,7 +273,7 @@ macro_rules! event_fields {
 event_fields!(
     texts: op, trace_id, span_id, parent_span_id, name, kind, thread_id, status;
     values: ts, step, rank, ordinal, attributes, input, output, error, metrics, links,
-        token_count,
+        token_count, input_truncated, output_truncated,
 );
 
 /// Parses one event. Problems that lose only part of it come back as warning texts.
@@ -351,10 +351,7 @@ fn event_from<F: Fields>(obj: &F) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     ordinal: opt_non_negative(obj, "ordinal")?,
                     thread_id,
                     attributes: attributes(obj, &mut warnings)?,
-                    input: obj
-                        .field("input")
-                        .filter(|v| !v.is_null())
-                        .map(Body::from_value),
+                    input: body(obj, "input")?,
                 }),
                 warnings,
             ))
@@ -373,14 +370,8 @@ fn event_from<F: Fields>(obj: &F) -> Result<(SpanEvent, Vec<String>), Invalid> {
                     span_id: span_id.to_string(),
                     ts,
                     status,
-                    input: obj
-                        .field("input")
-                        .filter(|v| !v.is_null())
-                        .map(Body::from_value),
-                    output: obj
-                        .field("output")
-                        .filter(|v| !v.is_null())
-                        .map(Body::from_value),
+                    input: body(obj, "input")?,
+                    output: body(obj, "output")?,
                     error: obj
                         .field("error")
                         .filter(|v| !v.is_null())
@@ -442,6 +433,27 @@ fn opt_non_negative<F: Fields>(obj: &F, field: &str) -> Result<Option<i64>, Inva
             )),
         },
     }
+}
+
+/// The body under `field`, flagged as truncated when the server cuts it or when the
+/// client says it already did (`<field>_truncated: true`: an SDK's preview).
+fn body<F: Fields>(obj: &F, field: &str) -> Result<Option<Body>, Invalid> {
+    let flag = format!("{field}_truncated");
+    let cut_by_client = match obj.field(&flag) {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(cut)) => *cut,
+        Some(_) => {
+            return Err(Invalid::new(
+                "invalid_field",
+                format!("{flag} must be true or false"),
+            ))
+        }
+    };
+    Ok(obj.field(field).filter(|v| !v.is_null()).map(|value| {
+        let mut body = Body::from_value(value);
+        body.truncated |= cut_by_client;
+        body
+    }))
 }
 
 fn attributes<F: Fields>(
@@ -731,5 +743,28 @@ mod tests {
         let text: String = serde_json::from_str(&body.json).unwrap();
         assert!(text.len() <= MAX_BODY_BYTES);
         assert!(!Body::from_value(&json!({"a": 1})).truncated);
+    }
+
+    #[test]
+    fn a_body_the_client_cut_is_flagged_on_both_paths() {
+        let close = json!({"op": "close", "trace_id": "t1", "span_id": "s1", "ts": 5,
+            "status": "ok", "output": "the first 8 KiB…", "output_truncated": true,
+            "input": "short", "input_truncated": false});
+        let text = close.to_string();
+        let fields: EventFields = serde_json::from_str(&text).expect("decodes");
+        for (event, _) in [parse_event(&close), parse_fields(&fields)]
+            .into_iter()
+            .flatten()
+        {
+            let SpanEvent::Close(close) = event else {
+                panic!("a close");
+            };
+            assert!(close.output.is_some_and(|b| b.truncated));
+            assert!(close.input.is_some_and(|b| !b.truncated));
+        }
+        let bad = json!({"op": "open", "trace_id": "t1", "span_id": "s1", "ts": 5,
+            "name": "n", "kind": "tool", "input": "x", "input_truncated": "yes"});
+        let err = parse_event(&bad).expect_err("a flag that is not a bool");
+        assert!(err.message.contains("input_truncated"), "{}", err.message);
     }
 }

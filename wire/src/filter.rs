@@ -245,6 +245,9 @@ pub struct AttributeKeys {
 
 /// Most common values listed per string key.
 pub const TOP_VALUES: usize = 20;
+/// The longest value listed as a common value (characters): a longer one (a cut
+/// prompt, a JSON blob) is no choice to offer in a picker.
+pub const MAX_LISTED_VALUE_CHARS: usize = 120;
 /// Most keys listed per run.
 pub const MAX_ATTRIBUTE_KEYS: usize = 200;
 

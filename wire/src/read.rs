@@ -55,7 +55,16 @@ pub struct TraceList {
     pub traces: Vec<TraceSummary>,
     pub next_cursor: Option<String>,
     pub window: Option<TraceWindow>,
+    /// How many traces match, on a first page (none on a page after a cursor),
+    /// counted up to [`MATCH_COUNT_LIMIT`]: `matched_more` says there are more.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<i64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub matched_more: bool,
 }
+
+/// The most traces a list counts as matching; past it, "more than".
+pub const MATCH_COUNT_LIMIT: i64 = 10_000;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SpanNode {

@@ -5,6 +5,9 @@
 pub const API_PREFIX: &str = "/api";
 /// OTLP/HTTP traces, at the root as OpenTelemetry exporters expect.
 pub const OTLP_TRACES: &str = "/v1/traces";
+/// OTLP's other signals: answered with an error that says Treeline takes traces.
+pub const OTLP_METRICS: &str = "/v1/metrics";
+pub const OTLP_LOGS: &str = "/v1/logs";
 pub const HEALTH: &str = "/healthz";
 
 pub const PROJECTS: &str = "/projects";

@@ -50,6 +50,30 @@ impl RunUpsert {
     }
 }
 
+/// The name OTLP gives a project's run of one UTC day (`date` is `YYYY-MM-DD`).
+pub fn daily_run_name(project: &str, date: &str) -> String {
+    format!("{project} {date} {DAILY_SUFFIX}")
+}
+
+const DAILY_SUFFIX: &str = "(OpenTelemetry)";
+
+/// The day (`YYYY-MM-DD`) of a project's daily OTLP run, when `name` is one: such a
+/// run shows its last activity rather than a duration, and is finished once its day
+/// is over.
+pub fn daily_run_date<'a>(project: &str, name: &'a str) -> Option<&'a str> {
+    let date = name
+        .strip_prefix(project)?
+        .strip_prefix(' ')?
+        .strip_suffix(DAILY_SUFFIX)?
+        .strip_suffix(' ')?;
+    let shape = date.len() == 10
+        && date.bytes().enumerate().all(|(i, b)| match i {
+            4 | 7 => b == b'-',
+            _ => b.is_ascii_digit(),
+        });
+    shape.then_some(date)
+}
+
 /// `POST /api/runs/{run_id}/finish`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunFinish {
@@ -82,7 +106,12 @@ pub struct RunSummary {
     pub start_us: i64,
     pub end_us: Option<i64>,
     pub trace_count: i64,
+    /// Traces with a failure anywhere in them: their root's, or a span's beneath.
     pub error_trace_count: i64,
+    /// Traces whose root failed (a part of `error_trace_count`; the rest had a failure
+    /// beneath a root that did not fail).
+    #[serde(default)]
+    pub failed_trace_count: i64,
     pub updated_us: i64,
 }
 
@@ -115,6 +144,19 @@ pub struct ProjectList {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_daily_run_is_known_by_its_project_and_name() {
+        let name = super::daily_run_name("my agent", "2026-12-03");
+        assert_eq!(name, "my agent 2026-12-03 (OpenTelemetry)");
+        assert_eq!(super::daily_run_date("my agent", &name), Some("2026-12-03"));
+        assert_eq!(super::daily_run_date("other", &name), None);
+        assert_eq!(
+            super::daily_run_date("p", "p 2026-1-03 (OpenTelemetry)"),
+            None
+        );
+        assert_eq!(super::daily_run_date("p", "p my run"), None);
+    }
+
     use super::*;
 
     #[test]

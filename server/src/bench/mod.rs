@@ -78,6 +78,7 @@ async fn bench_key(store: &dyn store::Store) -> Outcome<String> {
         project: None,
         created_us: crate::http::now_us(),
         last_used_us: None,
+        revoked_us: None,
     };
     store
         .access()

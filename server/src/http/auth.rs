@@ -4,6 +4,7 @@
 //! cookie, and every page a signed-in browser.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
@@ -115,7 +116,19 @@ impl Principal {
 /// Whether requests need credentials now. Asked per request, so a key created while
 /// the server runs turns auth on at once.
 pub async fn auth_on(state: &AppState) -> ApiResult<bool> {
-    Ok(state.require_auth || !state.api_keys.is_empty() || state.store.access().any_key().await?)
+    let on =
+        state.require_auth || !state.api_keys.is_empty() || state.store.access().any_key().await?;
+    // Said once per change: the last stored key revoked opens a loopback server.
+    let seen = state.auth_seen.swap(u8::from(on) + 1, Ordering::Relaxed);
+    if seen == 2 && !on {
+        tracing::warn!(
+            "no API key works any more (the last stored key was revoked): this server now \
+             answers everyone who reaches it without a key"
+        );
+    } else if seen == 1 && on {
+        tracing::info!("a key was created: this server now asks for credentials");
+    }
+    Ok(on)
 }
 
 /// The answer of [`auth_on`] for one request, kept in its extensions by the first

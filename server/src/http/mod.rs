@@ -46,6 +46,9 @@ pub struct AppState {
     pub body_budget: Arc<tokio::sync::Semaphore>,
     /// Failed sign-ins per client address.
     pub signin_throttle: Arc<throttle::Throttle>,
+    /// Whether auth was on at the last request (0 not known yet, 1 off, 2 on), so a
+    /// change is logged once.
+    pub auth_seen: Arc<std::sync::atomic::AtomicU8>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -62,6 +65,7 @@ impl AppState {
             write_slots: shed::write_slots(),
             body_budget: budget::new_budget(),
             signin_throttle: Arc::default(),
+            auth_seen: Arc::default(),
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct StepDelta {
 pub struct RunDelta {
     pub traces: i64,
     pub errored: i64,
+    /// Traces whose root failed (a part of `errored`).
+    pub failed: i64,
     pub running: i64,
     pub unstepped: i64,
 }
@@ -540,6 +542,7 @@ fn count(plan: &mut Plan, activity: Activity, sign: i64) {
     let running = sign * i64::from(activity.running);
     plan.run.traces += sign;
     plan.run.errored += errored;
+    plan.run.failed += sign * i64::from(activity.failed);
     plan.run.running += running;
     match activity.step {
         Some(step) => {

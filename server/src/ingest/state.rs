@@ -117,6 +117,7 @@ impl TraceState {
         Activity {
             step: self.step,
             errored: self.status == SpanStatus::Error || self.error_count > 0,
+            failed: self.status == SpanStatus::Error,
             running: self.status == SpanStatus::Running,
         }
     }
@@ -126,6 +127,9 @@ impl TraceState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Activity {
     pub step: Option<i64>,
+    /// Something in it failed (its root, or a span beneath).
     pub errored: bool,
+    /// Its root failed.
+    pub failed: bool,
     pub running: bool,
 }

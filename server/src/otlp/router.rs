@@ -9,7 +9,7 @@ use axum::extract::{DefaultBodyLimit, Extension, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{any, post};
 use axum::Router;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest,
@@ -51,6 +51,11 @@ pub fn router(state: AppState) -> Router {
                 )
             }),
         )
+        .route(
+            treeline_wire::routes::OTLP_METRICS,
+            any(|| not_traces("metrics")),
+        )
+        .route(treeline_wire::routes::OTLP_LOGS, any(|| not_traces("logs")))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             crate::http::shed::shed_writes,
@@ -61,6 +66,20 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state, auth::api_door))
         .layer(DefaultBodyLimit::disable())
         .with_state(otlp)
+}
+
+/// An exporter of another OTLP signal, pointed here with the traces' endpoint: a
+/// JSON error that says what Treeline takes, instead of the dashboard's 404 page.
+async fn not_traces(signal: &str) -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "signal_not_supported",
+        format!(
+            "Treeline takes OpenTelemetry traces only (POST /v1/traces); it does not store \
+             {signal}. Turn that exporter off (OTEL_{}_EXPORTER=none) or send {signal} elsewhere",
+            signal.to_ascii_uppercase()
+        ),
+    )
 }
 
 async fn export(

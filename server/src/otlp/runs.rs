@@ -106,7 +106,38 @@ pub fn daily_run_id(project: &str, day: i64) -> String {
 }
 
 pub fn daily_run_name(project: &str, day: i64) -> String {
-    format!("{project} {} (OpenTelemetry)", date(day))
+    treeline_wire::daily_run_name(project, &date(day))
+}
+
+/// Finishes the daily runs whose UTC day is over, ending them at their last activity:
+/// an exporter has no end to send, and a run left running would show a duration that
+/// grows for ever. Answers how many were finished.
+pub async fn finish_past_days(store: &dyn Store, now_us: i64) -> Result<usize, StoreError> {
+    let today = date(day_of(now_us));
+    let mut cursor = None;
+    let mut finished = 0;
+    loop {
+        let page = store
+            .reads()
+            .list_runs(None, Some("(OpenTelemetry)"), 500, cursor.as_ref())
+            .await?;
+        for run in &page.runs {
+            let past = treeline_wire::daily_run_date(&run.project, &run.name)
+                .is_some_and(|day| day < today.as_str());
+            if past && run.status == treeline_wire::RunStatus::Running {
+                let finish = treeline_wire::RunFinish {
+                    status: treeline_wire::RunStatus::Finished,
+                    end_us: Some(run.updated_us),
+                };
+                store.finish_run(&run.run_id, &finish, now_us).await?;
+                finished += 1;
+            }
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(crate::store::Cursor::decode(&next)?),
+            None => return Ok(finished),
+        }
+    }
 }
 
 /// Bounds for the in-memory caches below; past them the oldest generation is dropped.

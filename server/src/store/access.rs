@@ -20,6 +20,8 @@ pub struct KeyRecord {
     pub project: Option<String>,
     pub created_us: i64,
     pub last_used_us: Option<i64>,
+    /// When the key was revoked: it no longer works, and is kept to say who had access.
+    pub revoked_us: Option<i64>,
 }
 
 /// What a session cookie stands for: the key it was opened with, and that key's
@@ -34,15 +36,17 @@ pub struct SessionRecord {
 /// the next request.
 #[async_trait]
 pub trait Access: Send + Sync {
-    /// Whether any key is stored (then the server asks for credentials).
+    /// Whether any key that is not revoked is stored (then the server asks for
+    /// credentials).
     async fn any_key(&self) -> StoreResult<bool>;
     /// Stores `key` under the digest of its secret.
     async fn create_key(&self, key: &KeyRecord, digest: &str) -> StoreResult<()>;
-    /// Every stored key, oldest first.
+    /// Every stored key, revoked ones included, oldest first.
     async fn list_keys(&self) -> StoreResult<Vec<KeyRecord>>;
-    /// Deletes the key and every session opened with it; false when there was none.
-    async fn revoke_key(&self, id: &str) -> StoreResult<bool>;
-    /// The key whose secret has `digest`.
+    /// Marks the key revoked at `now` and deletes every session opened with it; false
+    /// when there is no such key, or it was revoked already.
+    async fn revoke_key(&self, id: &str, now: i64) -> StoreResult<bool>;
+    /// The key whose secret has `digest`, unless it was revoked.
     async fn key_by_digest(&self, digest: &str) -> StoreResult<Option<KeyRecord>>;
     /// Notes that the key was used at `now`.
     async fn touch_key(&self, id: &str, now: i64) -> StoreResult<()>;
@@ -66,7 +70,7 @@ pub struct AccessStore<DB: Dialect> {
     write: Pool<DB>,
 }
 
-const KEY_COLUMNS: &str = "id, name, scope, project, created_us, last_used_us";
+const KEY_COLUMNS: &str = "id, name, scope, project, created_us, last_used_us, revoked_us";
 
 impl<DB: Dialect> AccessStore<DB> {
     pub fn new(read: Pool<DB>, write: Pool<DB>) -> Self {
@@ -94,6 +98,7 @@ fn key(r: &impl DbRow) -> StoreResult<KeyRecord> {
         project: r.text("project")?,
         created_us: r.req_int("created_us")?,
         last_used_us: r.int("last_used_us")?,
+        revoked_us: r.int("revoked_us")?,
     })
 }
 
@@ -102,7 +107,7 @@ impl<DB: Dialect> Access for AccessStore<DB> {
     async fn any_key(&self) -> StoreResult<bool> {
         let rows = DB::fetch_all(
             &self.read,
-            Sql::new("SELECT 1 AS one FROM api_keys LIMIT 1"),
+            Sql::new("SELECT 1 AS one FROM api_keys WHERE revoked_us IS NULL LIMIT 1"),
         )
         .await?;
         Ok(!rows.is_empty())
@@ -129,23 +134,25 @@ impl<DB: Dialect> Access for AccessStore<DB> {
         .await
     }
 
-    async fn revoke_key(&self, id: &str) -> StoreResult<bool> {
+    async fn revoke_key(&self, id: &str, now: i64) -> StoreResult<bool> {
         let mut tx = self.write.begin().await?;
         let mut q = Sql::<DB>::new("DELETE FROM sessions WHERE key_id = ");
         q.bind(id);
         DB::execute(&mut *tx, q).await?;
-        let mut q = Sql::<DB>::new("DELETE FROM api_keys WHERE id = ");
-        q.bind(id);
-        let deleted = DB::execute(&mut *tx, q).await?;
+        let mut q = Sql::<DB>::new("UPDATE api_keys SET revoked_us = ");
+        q.bind(now)
+            .push(" WHERE revoked_us IS NULL AND id = ")
+            .bind(id);
+        let revoked = DB::execute(&mut *tx, q).await?;
         tx.commit().await?;
-        Ok(deleted > 0)
+        Ok(revoked > 0)
     }
 
     async fn key_by_digest(&self, digest: &str) -> StoreResult<Option<KeyRecord>> {
         let mut q = Sql::<DB>::new(format!(
             "SELECT {KEY_COLUMNS} FROM api_keys WHERE digest = "
         ));
-        q.bind(digest);
+        q.bind(digest).push(" AND revoked_us IS NULL");
         Ok(self.keys(q).await?.into_iter().next())
     }
 
@@ -172,8 +179,9 @@ impl<DB: Dialect> Access for AccessStore<DB> {
 
     async fn session(&self, digest: &str, now: i64) -> StoreResult<Option<SessionRecord>> {
         let mut q = Sql::<DB>::new(
-            "SELECT s.key_id, k.id, k.name, k.scope, k.project, k.created_us, k.last_used_us
-               FROM sessions s LEFT JOIN api_keys k ON k.id = s.key_id
+            "SELECT s.key_id, k.id, k.name, k.scope, k.project, k.created_us, k.last_used_us,
+                    k.revoked_us
+               FROM sessions s LEFT JOIN api_keys k ON k.id = s.key_id AND k.revoked_us IS NULL
               WHERE s.digest = ",
         );
         q.bind(digest).push(" AND s.expires_us > ").bind(now);

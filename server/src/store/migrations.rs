@@ -44,6 +44,16 @@ const SQLITE: Embedded = Embedded(&[
         "body fingerprints",
         include_str!("../../migrations/sqlite/0006_body_fingerprints.sql"),
     ),
+    (
+        7,
+        "failed roots",
+        include_str!("../../migrations/sqlite/0007_failed_roots.sql"),
+    ),
+    (
+        8,
+        "revoked keys",
+        include_str!("../../migrations/sqlite/0008_revoked_keys.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -76,6 +86,16 @@ const POSTGRES: Embedded = Embedded(&[
         6,
         "body fingerprints",
         include_str!("../../migrations/postgres/0006_body_fingerprints.sql"),
+    ),
+    (
+        7,
+        "failed roots",
+        include_str!("../../migrations/postgres/0007_failed_roots.sql"),
+    ),
+    (
+        8,
+        "revoked keys",
+        include_str!("../../migrations/postgres/0008_revoked_keys.sql"),
     ),
 ]);
 

@@ -8,7 +8,7 @@ use treeline_wire::{
 };
 
 use treeline_wire::filter::{
-    AttributeKey, AttributeKeys, ValueCount, MAX_ATTRIBUTE_KEYS, TOP_VALUES,
+    AttributeKey, AttributeKeys, ValueCount, MAX_ATTRIBUTE_KEYS, MAX_LISTED_VALUE_CHARS, TOP_VALUES,
 };
 
 use super::children::{self, BodyDifferences, ChildNode};
@@ -508,7 +508,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
         );
         DB::push_attr_rows(&mut q, run_id);
         q.push(format!(
-            " a WHERE text IS NOT NULL GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
+            " a WHERE text IS NOT NULL AND length(text) <= {MAX_LISTED_VALUE_CHARS}
+              GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
               ORDER BY key, kind, traces DESC, text"
         ));
         for r in self.rows(q).await?.iter() {

@@ -63,7 +63,7 @@ impl DbRow for sqlx::postgres::PgRow {
 
 pub(super) const RUN_COLUMNS: &str =
     "run_id, project, name, status, start_us, end_us, trace_count, \
-     errored_count, updated_us";
+     errored_count, failed_count, updated_us";
 
 pub(super) const SPAN_STATE_COLUMNS: &str =
     "s.trace_id, s.span_id, s.parent_span_id, s.tree_parent, \
@@ -263,6 +263,7 @@ pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
         end_us: r.int("end_us")?,
         trace_count: r.req_int("trace_count")?,
         error_trace_count: r.req_int("errored_count")?,
+        failed_trace_count: r.req_int("failed_count")?,
         updated_us: r.req_int("updated_us")?,
     })
 }

@@ -330,6 +330,8 @@ pub(super) fn run_counts<'a, DB: Dialect>(
     q.bind(r.traces);
     q.push(", errored_count = errored_count + ");
     q.bind(r.errored);
+    q.push(", failed_count = failed_count + ");
+    q.bind(r.failed);
     q.push(", running_count = running_count + ");
     q.bind(r.running);
     q.push(", unstepped_count = unstepped_count + ");

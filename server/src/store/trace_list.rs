@@ -4,7 +4,7 @@
 //! either way.
 
 use treeline_wire::filter::{Field, Op, Test, Total, TraceFilter, Value};
-use treeline_wire::{TraceList, TraceSummary};
+use treeline_wire::{TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
 use super::dialect::{Dialect, Sql};
 use super::reader::{Keyset, Reader};
@@ -26,20 +26,41 @@ impl<DB: Dialect> Reader<DB> {
     pub(super) async fn trace_list(&self, query: &TraceQuery) -> StoreResult<TraceList> {
         let Some(terms) = self.resolve_terms(query).await? else {
             return Ok(TraceList {
-                traces: Vec::new(),
-                next_cursor: None,
-                window: None,
+                matched: query.cursor.is_none().then_some(0),
+                ..TraceList::default()
             });
         };
         let (traces, next_cursor) = match &query.sort {
             TraceSort::Attr(key) => self.by_attribute(query, &terms, key).await?,
             _ => self.by_column(query, &terms).await?,
         };
+        // Counted once, with the first page: the count does not change with the order.
+        let counted = match (&query.cursor, &next_cursor) {
+            (Some(_), _) => None,
+            (None, None) => Some(traces.len() as i64),
+            (None, Some(_)) => Some(self.count_matching(query, &terms).await?),
+        };
         Ok(TraceList {
             traces,
             next_cursor,
             window: None,
+            matched: counted.map(|n| n.min(MATCH_COUNT_LIMIT)),
+            matched_more: counted.is_some_and(|n| n > MATCH_COUNT_LIMIT),
         })
+    }
+
+    /// How many traces match the list's conditions, counted to one past
+    /// [`MATCH_COUNT_LIMIT`] at most, so a count costs no more than that many rows.
+    async fn count_matching(&self, query: &TraceQuery, terms: &[Term<'_>]) -> StoreResult<i64> {
+        let mut q = Sql::new("SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM ");
+        push_driver(&mut q, terms);
+        q.push("traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1");
+        push_conditions(&mut q, query, terms);
+        q.push(format!(" LIMIT {}) c", MATCH_COUNT_LIMIT + 1));
+        match self.rows(q).await?.first() {
+            Some(row) => row.req_int("n"),
+            None => Ok(0),
+        }
     }
 
     /// Sorts by a column of the summary (last update, duration, spans…).

@@ -52,10 +52,19 @@ async fn every_route_needs_credentials_when_auth_is_on() {
         let reply = app.call(method, path, &[], Body::empty()).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}");
     }
-    let reply = app
-        .call("POST", routes::OTLP_TRACES, &[], Body::empty())
-        .await;
-    assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "OTLP");
+    for path in [routes::OTLP_TRACES, routes::OTLP_METRICS, routes::OTLP_LOGS] {
+        let reply = app.call("POST", path, &[], Body::empty()).await;
+        assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "OTLP {path}");
+    }
+    // With a key, OTLP's other signals get a JSON answer that says what Treeline takes.
+    for path in [routes::OTLP_METRICS, routes::OTLP_LOGS] {
+        let reply = app.send("POST", path, BOOT, serde_json::json!({})).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(reply.code(), "signal_not_supported", "{path}");
+        assert!(reply.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("/v1/traces")));
+    }
     // Every page the dashboard has sends a signed-out browser to sign in.
     let pages = leptos_axum::generate_route_list(treeline_app::App);
     assert!(pages.len() >= 3);
@@ -266,7 +275,13 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .call("GET", "/api/projects", &with_cookie, Body::empty())
         .await;
     assert_eq!(api.status, StatusCode::OK);
-    assert!(app.t.store.access().revoke_key(&id).await.expect("revoke"));
+    assert!(app
+        .t
+        .store
+        .access()
+        .revoke_key(&id, 1)
+        .await
+        .expect("revoke"));
     assert_eq!(
         app.get("/api/projects", &key).await.status,
         StatusCode::UNAUTHORIZED
@@ -281,7 +296,7 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .t
         .store
         .access()
-        .revoke_key(&id)
+        .revoke_key(&id, 2)
         .await
         .expect("revoke again"));
 }
@@ -598,9 +613,17 @@ async fn the_keys_command_creates_lists_and_revokes() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    // Where there is no database yet, nothing is made without --init.
+    let (ok, _, err) = treeline(&["keys", "list"]);
+    assert!(
+        !ok && err.contains("no Treeline database") && err.contains("--init"),
+        "{err}"
+    );
+    assert!(!dir.path().join("treeline.db").exists());
     let (ok, out, err) = treeline(&[
         "keys",
         "create",
+        "--init",
         "--scope",
         "read",
         "--project",
@@ -637,8 +660,16 @@ async fn the_keys_command_creates_lists_and_revokes() {
         .is_some());
     let (ok, _, err) = treeline(&["keys", "create", "--scope", "admin", "--project", "alpha"]);
     assert!(!ok && err.contains("every project"), "{err}");
-    let (ok, out, _) = treeline(&["keys", "revoke", &id]);
-    assert!(ok, "{out}");
+    // The last key that works is revoked only when that is said twice.
+    let (ok, _, err) = treeline(&["keys", "revoke", &id]);
+    assert!(
+        !ok && err.contains("last key") && err.contains("--last"),
+        "{err}"
+    );
+    assert!(t.store.access().any_key().await.expect("any key"));
+    let (ok, out, _) = treeline(&["keys", "revoke", &id, "--last"]);
+    assert!(ok && out.contains("No key works now"), "{out}");
+    assert!(!t.store.access().any_key().await.expect("any key"));
     assert!(t
         .store
         .access()
@@ -646,6 +677,22 @@ async fn the_keys_command_creates_lists_and_revokes() {
         .await
         .expect("lookup")
         .is_none());
-    let (ok, _, err) = treeline(&["keys", "revoke", &id]);
+    let (ok, _, err) = treeline(&["keys", "revoke", &id, "--last"]);
+    assert!(!ok && err.contains("revoked already"), "{err}");
+    // A revoked key stays listed, with when.
+    let (ok, list, _) = treeline(&["keys", "list"]);
+    let row = list
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_default();
+    assert!(
+        ok && row.ends_with("UTC"),
+        "the revoked column has a time: {list}"
+    );
+    assert!(
+        list.lines().next().is_some_and(|h| h.ends_with("REVOKED")),
+        "{list}"
+    );
+    let (ok, _, err) = treeline(&["keys", "revoke", "key_000000000000"]);
     assert!(!ok && err.contains("no key"), "{err}");
 }

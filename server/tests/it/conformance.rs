@@ -355,6 +355,29 @@ async fn a_roots_status_is_never_changed_by_children(s: S) {
         run.summary.error_trace_count, 1,
         "a trace with a failure beneath counts as errored"
     );
+    assert_eq!(
+        run.summary.failed_trace_count, 0,
+        "but its root did not fail"
+    );
+    // A root that fails counts as failed, once, and a later close does not move it.
+    write(
+        &s,
+        "r1",
+        &[
+            open("t2", "root", None, "agent", 10),
+            close("t2", "root", "error", 11),
+        ],
+    )
+    .await;
+    write(&s, "r1", &[close("t2", "root", "error", 12)]).await;
+    let run = s.reads().get_run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        (
+            run.summary.error_trace_count,
+            run.summary.failed_trace_count
+        ),
+        (2, 1)
+    );
 }
 
 async fn token_count_sums_the_tree_unless_the_root_sets_its_own(s: S) {
@@ -1546,6 +1569,31 @@ async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
         .collect();
     assert_eq!(values, [("false", 8), ("true", 4)]);
     assert_eq!(keys.len(), 4);
+    // A value longer than a line (a cut prompt) is counted but never offered.
+    let long = "p".repeat(treeline_wire::filter::MAX_LISTED_VALUE_CHARS + 1);
+    for (i, prompt) in [long.as_str(), long.as_str(), "short"].iter().enumerate() {
+        let t = format!("p{i}");
+        let attributes = json!({"attributes": {"prompt": prompt}});
+        write(
+            &s,
+            "r1",
+            &[
+                with(open(&t, "root", None, "rollout", 500), attributes),
+                close(&t, "root", "ok", 501),
+            ],
+        )
+        .await;
+    }
+    let keys = s
+        .reads()
+        .attribute_keys("r1")
+        .await
+        .expect("keys")
+        .attributes;
+    let prompt = keys.iter().find(|k| k.key == "prompt").expect("prompt");
+    assert_eq!(prompt.traces, 3);
+    let offered: Vec<&str> = prompt.values.iter().map(|v| v.value.as_str()).collect();
+    assert_eq!(offered, ["short"]);
     assert!(s
         .reads()
         .attribute_keys("nope")

@@ -533,3 +533,46 @@ async fn with_api_keys_exports_need_the_write_key() {
     let runs = api.get("/api/runs?project=default").await;
     assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn a_daily_run_is_finished_at_its_last_activity_once_its_day_is_over() {
+    let api = server(vec![]).await;
+    let now_us = treeline_server::http::now_us();
+    let mut today = span(0xd1, 1, None, "today's work", vec![]);
+    today.start_time_unix_nano = now_us as u64 * 1000;
+    today.end_time_unix_nano = today.start_time_unix_nano + 1_000_000;
+    let past = span(0xd0, 1, None, "a past day's work", vec![]);
+    let body = request(vec![s("service.name", "daily")], vec![past, today]).encode_to_vec();
+    let sent = api.export("application/x-protobuf", body, &[]).await;
+    assert_eq!(sent.protobuf().partial_success, None);
+    let before = api.get("/api/runs?project=daily").await;
+    let runs = before["runs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(runs.len(), 2, "{before}");
+    assert!(runs.iter().all(|r| r["status"] == "running"), "{before}");
+    let store = api._store.store.as_ref();
+    let finished = treeline_server::otlp::runs::finish_past_days(store, now_us)
+        .await
+        .expect("finish");
+    assert_eq!(finished, 1);
+    let after = api.get("/api/runs?project=daily").await;
+    for run in after["runs"].as_array().cloned().unwrap_or_default() {
+        let is_today = run["run_id"].as_str().is_some_and(|id| {
+            id.ends_with(&treeline_server::otlp::runs::date(
+                treeline_server::otlp::runs::day_of(now_us),
+            ))
+        });
+        if is_today {
+            assert_eq!(run["status"], "running", "{run}");
+        } else {
+            assert_eq!(run["status"], "finished", "{run}");
+            let last_activity = runs
+                .iter()
+                .find(|r| r["run_id"] == run["run_id"])
+                .map(|r| r["updated_us"].clone());
+            assert_eq!(Some(run["end_us"].clone()), last_activity, "{run}");
+        }
+    }
+    // Once is enough: a finished run is not finished again.
+    let again = treeline_server::otlp::runs::finish_past_days(store, now_us).await;
+    assert_eq!(again.ok(), Some(0));
+}

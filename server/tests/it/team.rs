@@ -125,6 +125,7 @@ impl Team {
             project: project.map(str::to_string),
             created_us: 1,
             last_used_us: None,
+            revoked_us: None,
         };
         self.t
             .store
