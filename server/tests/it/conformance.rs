@@ -1531,6 +1531,49 @@ async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
     }
 }
 
+async fn a_first_page_counts_its_matches(s: S) {
+    attribute_run(&s).await;
+    let page = |filters: &[&str], limit: usize, cursor: Option<Cursor>| TraceQuery {
+        run_id: Some("r1".into()),
+        filters: filters
+            .iter()
+            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+            .collect(),
+        limit,
+        cursor,
+        ..Default::default()
+    };
+    // 12 traces, 6 of them "code": counted past the first page's 4.
+    let first = s
+        .reads()
+        .list_traces(&page(&["attr.task = code"], 4, None))
+        .await
+        .expect("list");
+    assert_eq!(
+        (first.traces.len(), first.matched, first.matched_more),
+        (4, Some(6), false)
+    );
+    let cursor = Cursor::decode(first.next_cursor.as_deref().expect("more")).expect("cursor");
+    let second = s
+        .reads()
+        .list_traces(&page(&["attr.task = code"], 4, Some(cursor)))
+        .await
+        .expect("list");
+    assert_eq!((second.traces.len(), second.matched), (2, None));
+    let all = s
+        .reads()
+        .list_traces(&page(&[], 50, None))
+        .await
+        .expect("list");
+    assert_eq!(all.matched, Some(12));
+    let none = s
+        .reads()
+        .list_traces(&page(&["attr.task = chess"], 4, None))
+        .await
+        .expect("list");
+    assert_eq!(none.matched, Some(0));
+}
+
 async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
     attribute_run(&s).await;
     let keys = s
@@ -1835,6 +1878,7 @@ conformance!(
     missing_things_are_none_never_another,
     filters_compare_totals_and_root_attributes_by_type,
     attribute_keys_give_types_counts_ranges_and_common_values,
+    a_first_page_counts_its_matches,
     traces_sort_by_a_numeric_attribute_and_page_without_gaps,
     runs_are_found_by_a_piece_of_their_name_or_id,
     any_order_and_split_and_repeat_stores_the_same_trace,
