@@ -8,6 +8,7 @@ use leptos_router::{
 pub mod api;
 mod compare_url;
 mod components;
+mod distinct;
 pub mod format;
 mod pages;
 mod routes;

@@ -37,6 +37,9 @@ test("a group's four samples compare side by side, best and worst by reward", as
   const columns = page.locator(".compare-column");
   await expect(columns).toHaveCount(4);
   await expect(columns.first()).toContainText("solver sample 0");
+  // Columns of spans that share their name's shape say what tells them apart.
+  await expect(columns.locator(".distinct")).toHaveCount(4);
+  await expect(columns.locator(".distinct").first()).toContainText("reward");
   // Rank by reward: one column is the best, one the worst, and reward differs.
   await page.getByRole("navigation", { name: "Comparison" }).getByRole("link", { name: "reward", exact: true }).click();
   await expect(page).toHaveURL(/by=reward/);
@@ -54,6 +57,11 @@ test("a winner and a loser diff level by level, and the link reopens the same vi
   await page.goto(url);
   const rows = page.locator("ol.aligned > li");
   await expect(rows.first()).toBeVisible();
+  // Each side says which it is and what tells it apart: the winner is A.
+  const sides = page.locator(".diff-head .side");
+  await expect(sides.locator(".side-tag")).toHaveText(["A", "B"]);
+  await expect(sides.first().locator(".distinct")).toContainText("reward 1");
+  await expect(sides.last().locator(".distinct")).toContainText("reward 0");
   // The reward step pairs up; its bodies differ where the reward does.
   const reward = rows.filter({ hasText: "reward.exact_match" });
   await expect(reward).toHaveCount(1);

@@ -9,7 +9,8 @@ const DEMO = [
   { name: "grpo-math-agent", project: "demo-agents", status: "finished", traces: 54, failed: 15 },
 ];
 
-test("the runs page lists the demo runs with their trace counts", async ({ page }) => {
+test("the runs page lists the demo runs with their trace counts", async ({ page, request }) => {
+  const summaries = (await (await request.get("/api/runs?limit=500")).json()).runs;
   await page.goto("/");
   const table = page.getByRole("table");
   await expect(table).toBeVisible();
@@ -26,7 +27,11 @@ test("the runs page lists the demo runs with their trace counts", async ({ page 
     await expect(cells.nth(column("Project"))).toHaveText(run.project);
     await expect(cells.nth(column("Status"))).toHaveText(run.status);
     await expect(cells.nth(column("Traces"))).toHaveText(String(run.traces));
-    await expect(cells.nth(column("Failed traces"))).toHaveText(String(run.failed));
+    // Traces with a failure split into failed roots and failures beneath recovered ones.
+    const summary = summaries.find((r: { name: string }) => r.name === run.name);
+    expect(summary.error_trace_count).toBe(run.failed);
+    await expect(cells.nth(column("Failed"))).toHaveText(String(summary.failed_trace_count));
+    await expect(cells.nth(column("Failed beneath"))).toHaveText(String(run.failed - summary.failed_trace_count));
   }
 });
 
@@ -36,7 +41,7 @@ test("the PPO demo run's failing stretch shows as a danger band", async ({ page 
   await expect(page.getByRole("figure").first()).toBeVisible();
   await page.getByRole("heading", { name: "Traces", exact: true }).click();
   const lane = page.getByRole("group", { name: "Trace activity per step" });
-  await expect(lane.getByRole("button", { name: "step 301: 1 trace, 1 errored" })).toBeVisible();
+  await expect(lane.getByRole("button", { name: "step 301: 1 trace, 1 failed (100%)" })).toBeVisible();
   await expect(lane.getByRole("button", { name: "step 296: 1 trace" })).toBeVisible();
   // Steps 300–340 fail together; step 148's lone failure is a band of its own.
   await expect(page.locator(".danger-band")).toHaveCount(2);

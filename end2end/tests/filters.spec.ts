@@ -58,6 +58,50 @@ test("a filter built in the builder narrows the list, rides the URL and survives
   await expect(list.getByRole("listitem")).toHaveCount(3);
 });
 
+// "Failed beneath" means a failed span under a root that did not fail: a trace whose
+// root failed is not listed, and the Status picker shows the root's status it sets.
+test("failed beneath lists recovered roots only, and shows it in the status picker", async ({ page, request }) => {
+  const run = "e2e-beneath";
+  await createRun(request, run, "beneath-e2e", "beneath run");
+  const trace = (id: string, root: string, child: string | null) => [
+    { op: "open", trace_id: id, span_id: "root", name: `trace ${id}`, kind: "rollout", ts: 1 },
+    ...(child ? [
+      { op: "open", trace_id: id, span_id: "c", parent_span_id: "root", name: "tool", kind: "tool", ts: 2 },
+      { op: "close", trace_id: id, span_id: "c", status: child, ts: 3 },
+    ] : []),
+    { op: "close", trace_id: id, span_id: "root", status: root, ts: 4 },
+  ];
+  await sendEvents(request, run, [...trace("recovered", "ok", "error"), ...trace("failed", "error", "error"),
+    ...trace("clean", "ok", null)]);
+  await page.goto(`/traces?run_id=${run}`);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  await expect(page.getByRole("status").filter({ hasText: "traces match" })).toHaveText("3 traces match");
+  await page.getByLabel("Failed beneath").check();
+  await expect(page).toHaveURL(/status=ok/);
+  await expect(page).toHaveURL(/filter=error_count%20%3E%200/);
+  await expect(list.getByRole("listitem")).toHaveCount(1);
+  await expect(list).toContainText("trace recovered");
+  await expect(page.getByRole("status").filter({ hasText: "match" })).toHaveText("1 trace matches");
+  // The Status picker says what the switch set.
+  await expect(page.getByText("Status: completed", { exact: true })).toBeVisible();
+  await page.getByText("Status: completed", { exact: true }).click();
+  await expect(page.getByRole("group", { name: "Status" }).getByLabel("completed")).toBeChecked();
+  await page.getByLabel("Failed beneath").uncheck();
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  await expect(page).not.toHaveURL(/status=/);
+});
+
+test("rows say their step and what tells them apart, with nothing pinned", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  const row = list.getByRole("listitem").filter({ hasText: "rollout 3" });
+  await expect(row.locator(".line2")).toContainText("step 3");
+  // reward and task differ between the rollouts: shown without a pinned column.
+  await expect(row.locator(".line3")).toContainText("reward 0.3");
+  await expect(row.locator(".line3")).toContainText("task code");
+});
+
 // The switch's label once took the span tree's toggle width (18 px), so the filter
 // builder covered all of it but "Fai".
 test("the failed-beneath switch reads in full, clear of the filter builder", async ({ page }) => {

@@ -40,7 +40,7 @@ test("opening Traces draws one marker per step with the run's totals", async ({ 
   await page.getByRole("heading", { name: "Traces", exact: true }).click();
   const lane = page.getByRole("group", { name: "Trace activity per step" });
   await expect(lane.getByRole("button")).toHaveCount(10);
-  await expect(lane.getByRole("button", { name: "step 4: 2 traces, 1 errored" })).toBeVisible();
+  await expect(lane.getByRole("button", { name: "step 4: 2 traces, 1 failed (50%)" })).toBeVisible();
   const head = page.locator(".timeline-head");
   await expect(head).toContainText("23 traces");
   await expect(head).toContainText("2 errored");
@@ -63,6 +63,8 @@ test("two metric charts share the width of the row", async ({ page, request }) =
   const section = page.locator("section.metrics");
   const charts = section.getByRole("figure");
   await expect(charts).toHaveCount(2);
+  // The caption gives the data's own range, not the padded axis's.
+  await expect(charts.first().locator(".chart-range")).toHaveText("min 0 · max 6");
   const row = (await section.boundingBox())!.width;
   for (const chart of await charts.all()) {
     expect((await chart.boundingBox())!.width).toBeGreaterThan(row * 0.4);
@@ -126,3 +128,33 @@ test("a pinned step with 150 traces pages past the first 100", async ({ page, re
   await expect(page.getByRole("button", { name: "Load 100 more" })).toHaveCount(0);
   await expect(list).not.toContainText("rollout other");
 });
+
+// A flaky tool fails one rollout in eight at most steps; at steps 6 and 7, six in
+// eight fail. The lane says how much failed at each step, and only the outage gets
+// the red band.
+test("the lane shows each step's failure share and bands only what stands out", async ({ page, request }) => {
+  const run = "e2e-failure-share";
+  await createRun(request, run, "timeline-e2e", "flaky tool");
+  const events: object[] = [];
+  for (let step = 0; step < 10; step++) {
+    const failing = step === 6 || step === 7 ? 6 : step % 3 === 0 ? 0 : 1;
+    for (let k = 0; k < 8; k++) events.push(...rollout(`f${step}-${k}`, step, k < failing ? "error" : "ok"));
+  }
+  await sendEvents(request, run, events);
+  await page.goto(`/runs/${run}`);
+  await page.getByRole("heading", { name: "Traces", exact: true }).click();
+  const lane = page.getByRole("group", { name: "Trace activity per step" });
+  await expect(lane.getByRole("button", { name: "step 6: 8 traces, 6 failed (75%)" })).toBeVisible();
+  await expect(lane.getByRole("button", { name: "step 1: 8 traces, 1 failed (13%)" })).toBeVisible();
+  await expect(lane.getByRole("button", { name: "step 3: 8 traces" , exact: true })).toBeVisible();
+  // The marker's red share follows the failures: 75% against 13%.
+  const share = (name: string) => lane.getByRole("button", { name }).evaluate((e) =>
+    getComputedStyle(e).getPropertyValue("--share").trim());
+  expect(await share("step 6: 8 traces, 6 failed (75%)")).toBe("0.750");
+  expect(await share("step 1: 8 traces, 1 failed (13%)")).toBe("0.125");
+  const bands = page.locator(".danger-band");
+  await expect(bands).toHaveCount(1);
+  await expect(bands.first()).toHaveAttribute("title", /^steps 6–7: /);
+  await page.screenshot({ path: "test-results/failure-share-lane.png", fullPage: false });
+});
+

@@ -41,6 +41,29 @@ test("a run shows its trace and failed-trace counts", async ({ page }) => {
   await expect(row.getByRole("cell").nth(6)).toHaveText("1");
 });
 
+// A run whose rollouts failed, apart from one whose flaky tool failed beneath roots
+// that recovered: the two read differently in the list.
+test("the runs list tells failed roots from failures beneath", async ({ page, request }) => {
+  await createRun(request, "e2e-beneath-runs", "cartpole", "flaky-tool-run");
+  const events: object[] = [];
+  for (let i = 0; i < 4; i++) {
+    const trace = `b${i}`;
+    events.push({ op: "open", trace_id: trace, span_id: "root", name: `rollout ${i}`, kind: "rollout", ts: 10 + i });
+    events.push({ op: "open", trace_id: trace, span_id: "tool", parent_span_id: "root", name: "tool", kind: "tool", ts: 11 + i });
+    events.push({ op: "close", trace_id: trace, span_id: "tool", status: "error", ts: 12 + i });
+    events.push({ op: "close", trace_id: trace, span_id: "root", status: i === 0 ? "error" : "ok", ts: 13 + i });
+  }
+  await sendEvents(request, "e2e-beneath-runs", events);
+  await page.goto("/");
+  const table = page.getByRole("table");
+  await expect(table.getByRole("columnheader", { name: "Failed", exact: true })).toBeVisible();
+  await expect(table.getByRole("columnheader", { name: "Failed beneath" })).toBeVisible();
+  const row = table.getByRole("row", { name: /flaky-tool-run/ });
+  await expect(row.getByRole("cell").nth(5)).toHaveText("4");
+  await expect(row.getByRole("cell").nth(6)).toHaveText("1");
+  await expect(row.getByRole("cell").nth(7)).toHaveText("3");
+});
+
 test.describe("before hydration", () => {
   // goto must not wait for the page to go live: the test holds the bundle back.
   test.use({ untilLive: false });

@@ -240,6 +240,10 @@ test("copy buttons put the ids on the clipboard", async ({ page, context }) => {
   await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe("deep");
   await page.getByRole("button", { name: "Copy link" }).click();
   await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toContain("span_id=lvl3");
+  // A click is seen to have worked, and said to a screen reader; then the button is back.
+  await expect(page.getByRole("button", { name: "Copied ✓" })).toBeVisible();
+  await expect(page.getByRole("status").filter({ hasText: "Copied to the clipboard" }).first()).toBeAttached();
+  await expect(page.getByRole("button", { name: "Copy link" })).toBeVisible({ timeout: 5000 });
 });
 
 test("back and forward restore the selection", async ({ page }) => {

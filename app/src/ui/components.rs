@@ -11,6 +11,36 @@ pub mod timeline;
 pub mod trace_list;
 pub mod window_picker;
 
+use leptos::prelude::*;
+
+/// A button that copies what `text` gives when clicked, and says "Copied" for two
+/// seconds after (announced to screen readers), so a click is seen to have worked.
+#[component]
+pub fn CopyButton(
+    /// What to copy, read when the button is clicked.
+    text: Callback<(), Option<String>>,
+    /// The button's caption.
+    caption: &'static str,
+    /// Its accessible name, when the caption alone does not say what it copies.
+    #[prop(optional)]
+    label: Option<&'static str>,
+) -> impl IntoView {
+    let copied = RwSignal::new(false);
+    let click = move |_| {
+        if let Some(text) = text.run(()) {
+            copy_text(&text);
+            copied.set(true);
+            set_timeout(move || copied.set(false), std::time::Duration::from_secs(2));
+        }
+    };
+    view! {
+        <button type="button" class="copy" class:copied=move || copied.get() aria-label=label on:click=click>
+            {move || if copied.get() { "Copied ✓" } else { caption }}
+        </button>
+        <span class="visually-hidden" role="status">{move || if copied.get() { "Copied to the clipboard" } else { "" }}</span>
+    }
+}
+
 /// Puts `text` on the clipboard (in the browser; nothing on the server).
 pub fn copy_text(text: &str) {
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]

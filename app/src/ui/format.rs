@@ -58,6 +58,16 @@ pub const DROPPED_TITLE: &str =
     "the SDK dropped these spans because its queue was full; the tree is incomplete";
 
 /// A duration in microseconds, in the largest unit that keeps it short.
+/// A share (0..1) as a whole percent; a share above 0 never reads as "0%".
+pub fn percent(share: f64) -> String {
+    let pct = (share * 100.0).round();
+    if share > 0.0 && pct < 1.0 {
+        "<1%".into()
+    } else {
+        format!("{pct:.0}%")
+    }
+}
+
 pub fn duration(us: i64) -> String {
     let us = us.max(0);
     match us {
@@ -179,6 +189,14 @@ pub fn now_us() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_reads_as_a_whole_percent() {
+        assert_eq!(percent(0.75), "75%");
+        assert_eq!(percent(1.0 / 32.0), "3%");
+        assert_eq!(percent(0.001), "<1%");
+        assert_eq!(percent(0.0), "0%");
+    }
 
     #[test]
     fn counts_group_their_thousands() {

@@ -48,7 +48,7 @@ pub fn BodyView(
     #[prop(optional)] chat: bool,
 ) -> impl IntoView {
     let note = truncated
-        .then(|| view! { <span class="note">"truncated: the body was cut at 16 MiB"</span> });
+        .then(|| view! { <span class="note" title="cut by the client's preview, or at the server's 16 MiB">"truncated: the start of a longer body"</span> });
     let content = match value {
         None => view! { <p class="muted">"not captured"</p> }.into_any(),
         Some(Value::String(text)) => view! { <pre class="text-body">{text}</pre> }.into_any(),
@@ -105,6 +105,11 @@ pub fn JsonTree(value: Value, #[prop(optional)] open: bool) -> impl IntoView {
                 </details>
             }
             .into_any()
+        }
+        // A stack trace, a traceback, any text of several lines: as its lines, not as
+        // one quoted string full of \n.
+        Value::String(s) if s.contains('\n') => {
+            view! { <pre class="json-text">{s}</pre> }.into_any()
         }
         Value::String(s) => {
             view! { <span class="json-string">{format!("{s:?}")}</span> }.into_any()

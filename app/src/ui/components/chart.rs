@@ -12,15 +12,29 @@ pub const PAD_LEFT: u32 = 8;
 pub const PAD_RIGHT: u32 = 8;
 const PAD_Y: u32 = 10;
 
-/// The value range, widened a little so a flat line is still visible.
-fn value_range(points: &[(i64, f64)]) -> (f64, f64) {
+/// The data's smallest and largest value; None without a finite point.
+fn data_range(points: &[(i64, f64)]) -> Option<(f64, f64)> {
     let lo = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let hi = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    if !lo.is_finite() || !hi.is_finite() {
+    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+}
+
+/// The value range drawn: the data's, widened a little so a flat line is still
+/// visible.
+fn value_range(points: &[(i64, f64)]) -> (f64, f64) {
+    let Some((lo, hi)) = data_range(points) else {
         return (0.0, 1.0);
-    }
+    };
     let pad = ((hi - lo) * 0.08).max(1e-9);
     (lo - pad, hi + pad)
+}
+
+/// The caption's range: the data's own smallest and largest value, not the axis's.
+fn range_caption(points: &[(i64, f64)]) -> String {
+    match data_range(points) {
+        Some((lo, hi)) => format!("min {} · max {}", short(lo), short(hi)),
+        None => "no values".into(),
+    }
 }
 
 /// The SVG of `points` over the steps `x0..=x1`.
@@ -126,6 +140,7 @@ pub fn LineChart(
     });
     let svg = line_svg(&points, x0, x1);
     let (lo, hi) = value_range(&points);
+    let caption = range_caption(&points);
     let points = StoredValue::new(points);
     let hover = RwSignal::new(None::<(i64, f64, f64)>);
     let surface = NodeRef::<leptos::html::Div>::new();
@@ -148,7 +163,7 @@ pub fn LineChart(
         <figure class="chart">
             <figcaption>
                 <span class="chart-title">{label}</span>
-                <span class="chart-range">{format!("{} … {}", short(lo), short(hi))}</span>
+                <span class="chart-range" title="the smallest and largest value logged">{caption}</span>
             </figcaption>
             <div class="chart-frame">
                 <div
@@ -239,6 +254,15 @@ mod tests {
         assert_eq!(step_ticks(0, 400), [0, 100, 200, 300, 400]);
         assert_eq!(step_ticks(5, 7), [5, 6, 7]);
         assert_eq!(step_ticks(3, 3), [3]);
+    }
+
+    #[test]
+    fn the_caption_gives_the_datas_range_not_the_padded_axis() {
+        let points = [(0, 0.297), (1, 0.875), (2, 0.5)];
+        assert_eq!(range_caption(&points), "min 0.297 · max 0.875");
+        let (lo, hi) = value_range(&points);
+        assert!(lo < 0.297 && hi > 0.875, "the axis is padded");
+        assert_eq!(range_caption(&[]), "no values");
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub fn Column(
     differ: Vec<String>,
     rank: Ranked,
     by: Option<String>,
+    /// What tells this span from the others compared: `sample 2 · reward 1`.
+    #[prop(optional)]
+    caption: String,
 ) -> impl IntoView {
     let (trace_id, span_id) = loaded.at.clone();
     let span = match loaded.span {
@@ -95,6 +98,7 @@ pub fn Column(
         <article class="compare-column" aria-label=n.name.clone()>
             <header>
                 <h2 class="name"><a href=href>{n.name.clone()}</a></h2>
+                {(!caption.is_empty()).then(|| view! { <p class="distinct">{caption}</p> })}
                 <div class="facts">
                     <StatusBadge status=n.status/>
                     <span class="muted">{n.kind.as_str()}</span>

@@ -9,9 +9,27 @@ use crate::ui::api;
 use crate::ui::components::early_input;
 use crate::ui::url::WorkspaceUrl;
 
-/// The "failed beneath" filter: a trace with a failed span anywhere in it, even
-/// when its root recovered.
+/// The "failed beneath" switch: a trace whose root did not fail but a span beneath
+/// it did. It is this filter with the Status picker at `ok`, and reads as on only
+/// while both hold (picking another status turns it off; the filter stays a chip).
 pub(crate) const FAILED_BENEATH: &str = "error_count > 0";
+const ROOT_OK: &str = "ok";
+
+/// Whether the URL lists failures beneath a root that did not fail.
+pub(crate) fn failed_beneath(u: &WorkspaceUrl) -> bool {
+    u.status.as_deref() == Some(ROOT_OK) && u.filters.iter().any(|f| f == FAILED_BENEATH)
+}
+
+/// The URL with the "failed beneath" switch turned on or off.
+pub(crate) fn set_failed_beneath(u: &mut WorkspaceUrl, on: bool) {
+    u.filters.retain(|f| f != FAILED_BENEATH);
+    if on {
+        u.filters.push(FAILED_BENEATH.to_string());
+        u.status = Some(ROOT_OK.to_string());
+    } else if u.status.as_deref() == Some(ROOT_OK) {
+        u.status = None;
+    }
+}
 
 const OPERATORS: [&str; 7] = ["=", "!=", "<", "<=", ">", ">=", "exists"];
 const SORTS: [(&str, &str); 5] = [
@@ -67,15 +85,10 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
             }
         },
     );
-    let failed_beneath = move || url.get().filters.iter().any(|f| f == FAILED_BENEATH);
+    let failed_beneath = move || failed_beneath(&url.get());
     let toggle_failed = move |ev: leptos::ev::Event| {
         let on = event_target_checked(&ev);
-        go_to.run(relisted(url.get_untracked(), |u| {
-            u.filters.retain(|f| f != FAILED_BENEATH);
-            if on {
-                u.filters.push(FAILED_BENEATH.to_string());
-            }
-        }));
+        go_to.run(relisted(url.get_untracked(), |u| set_failed_beneath(u, on)));
     };
     let remove = move |expr: String| {
         go_to.run(relisted(url.get_untracked(), |u| {
@@ -84,7 +97,7 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
     };
     view! {
         <div class="filter-bar">
-            <label class="beneath">
+            <label class="beneath" title="Traces whose root did not fail, with a failed span beneath it: sets Status to ok and adds the filter error_count > 0">
                 <input type="checkbox" prop:checked=failed_beneath on:change=toggle_failed/>
                 "Failed beneath"
             </label>
@@ -299,6 +312,24 @@ fn Columns(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_beneath_is_the_filter_with_the_root_ok() {
+        let mut u = WorkspaceUrl {
+            status: Some("error".into()),
+            ..Default::default()
+        };
+        set_failed_beneath(&mut u, true);
+        assert_eq!(u.status.as_deref(), Some("ok"));
+        assert_eq!(u.filters, ["error_count > 0"]);
+        assert!(failed_beneath(&u));
+        // Another status turns the switch off; the filter stays, as a chip.
+        u.status = Some("ok,error".into());
+        assert!(!failed_beneath(&u));
+        u.status = Some("ok".into());
+        set_failed_beneath(&mut u, false);
+        assert_eq!((u.status, u.filters.len()), (None, 0));
+    }
 
     #[test]
     fn the_builder_makes_canonical_expressions_and_names_mistakes() {

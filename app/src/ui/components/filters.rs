@@ -35,14 +35,26 @@ fn MultiSelect(
     selected: Signal<Option<String>>,
     on_change: Callback<(String, bool)>,
 ) -> impl IntoView {
+    // What is chosen, by name while that reads at a glance ("Status: completed").
+    let names = options.clone();
     let summary = move || {
-        let n = selected
-            .get()
-            .map_or(0, |l| l.split(',').filter(|s| !s.is_empty()).count());
-        if n == 0 {
-            format!("{label}: any")
-        } else {
-            format!("{label}: {n}")
+        let chosen: Vec<&str> = selected.with(|l| {
+            l.as_deref()
+                .unwrap_or_default()
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(|v| {
+                    names
+                        .iter()
+                        .find(|(value, _)| *value == v)
+                        .map_or("?", |(_, text)| *text)
+                })
+                .collect()
+        });
+        match chosen.len() {
+            0 => format!("{label}: any"),
+            1 | 2 => format!("{label}: {}", chosen.join(", ")),
+            n => format!("{label}: {n}"),
         }
     };
     view! {

@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use serde_json::{Map, Value};
 
 use super::body::BodyView;
-use super::copy_text;
+use super::CopyButton;
 use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{children_link, compare_link, SpanRef, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
@@ -42,11 +42,11 @@ pub fn Inspector(
     }
 }
 
+/// "copy" for a value shown beside it.
 #[component]
-fn CopyButton(text: String, label: &'static str) -> impl IntoView {
-    view! {
-        <button type="button" class="copy" aria-label=label on:click=move |_| copy_text(&text)>"copy"</button>
-    }
+fn CopyValue(text: String, label: &'static str) -> impl IntoView {
+    let text = Callback::new(move |()| Some(text.clone()));
+    view! { <CopyButton text caption="copy" label/> }
 }
 
 #[component]
@@ -66,9 +66,9 @@ fn SpanView(d: SpanDetail) -> impl IntoView {
         })}
         <dl>
             <dt>"Span id"</dt>
-            <dd><code>{n.span_id.clone()}</code><CopyButton text=n.span_id.clone() label="Copy span id"/></dd>
+            <dd><code>{n.span_id.clone()}</code><CopyValue text=n.span_id.clone() label="Copy span id"/></dd>
             <dt>"Trace id"</dt>
-            <dd><code>{d.trace_id.clone()}</code><CopyButton text=d.trace_id.clone() label="Copy trace id"/></dd>
+            <dd><code>{d.trace_id.clone()}</code><CopyValue text=d.trace_id.clone() label="Copy trace id"/></dd>
             <dt>"Status"</dt><dd><StatusBadge status=n.status/></dd>
             <dt>"Kind"</dt><dd>{n.kind.as_str()}</dd>
             <dt>"Duration"</dt><dd>{duration}</dd>

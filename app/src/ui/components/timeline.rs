@@ -1,5 +1,6 @@
 //! The step-axis trace activity timeline: a metric line over the steps, a lane of one
-//! marker per step below it, and danger bands over runs of failing steps.
+//! marker per step below it (a small pie: the share of its traces that failed), and
+//! danger bands over runs of steps whose failure share stands out from the run's usual.
 
 use leptos::prelude::*;
 
@@ -7,12 +8,39 @@ use super::chart::{percent_of, LineChart};
 use crate::ui::{api, format};
 use treeline_wire::{StepActivity, StepsResponse};
 
-/// Runs of consecutive covered steps that had errors, as (first, last).
+/// The share of a step's traces with a failure in them.
+fn share(s: &StepActivity) -> f64 {
+    if s.traces <= 0 {
+        return 0.0;
+    }
+    (s.errored as f64 / s.traces as f64).clamp(0.0, 1.0)
+}
+
+/// The run's usual failure share: the median over its steps.
+fn usual_share(steps: &[StepActivity]) -> f64 {
+    let mut shares: Vec<f64> = steps.iter().map(share).collect();
+    shares.sort_by(f64::total_cmp);
+    match shares.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => shares[n / 2],
+        n => (shares[n / 2 - 1] + shares[n / 2]) / 2.0,
+    }
+}
+
+/// Whether a step's failure share stands out from the run's usual one: at least 20
+/// points above it and at least twice it. A flaky tool failing one rollout in most
+/// steps sets the usual; an outage where most fail stands out against it.
+fn stands_out(share: f64, usual: f64) -> bool {
+    share > 0.0 && share >= usual + 0.2 && share >= 2.0 * usual
+}
+
+/// Runs of consecutive covered steps whose failure share stands out, as (first, last).
 pub fn danger_runs(steps: &[StepActivity]) -> Vec<(i64, i64)> {
+    let usual = usual_share(steps);
     let mut runs: Vec<(i64, i64)> = Vec::new();
     let mut previous_failed = false;
     for s in steps {
-        let failed = s.errored > 0;
+        let failed = stands_out(share(s), usual);
         match runs.last_mut() {
             Some(last) if failed && previous_failed => last.1 = s.step,
             _ if failed => runs.push((s.step, s.step)),
@@ -41,7 +69,11 @@ fn marker_label(s: &StepActivity) -> String {
     };
     let mut label = format!("step {}: {traces}", s.step);
     if s.errored > 0 {
-        label.push_str(&format!(", {} errored", s.errored));
+        label.push_str(&format!(
+            ", {} failed ({})",
+            s.errored,
+            format::percent(share(s))
+        ));
     }
     if s.running > 0 {
         label.push_str(&format!(", {} running", s.running));
@@ -99,6 +131,7 @@ pub fn Timeline(
         </p>
     });
     let bands = danger_runs(&steps);
+    let usual = format::percent(usual_share(&steps));
     view! {
         <div class="timeline">
             <div class="timeline-head">
@@ -126,7 +159,7 @@ pub fn Timeline(
                     let left = percent_of(a, x0, x1);
                     let width = (percent_of(b, x0, x1) - left).max(0.6);
                     view! {
-                        <div class="danger-band" title=format!("steps {a}–{b} had failing traces")
+                        <div class="danger-band" title=format!("steps {a}–{b}: a share of failing traces well above the run's usual ({usual})")
                             style=format!("left: calc({left:.3}% - 3px); width: calc({width:.3}% + 6px)")></div>
                     }
                 }).collect_view()}
@@ -148,7 +181,7 @@ pub fn Timeline(
                             <button
                                 class=marker_class(s)
                                 class:pinned=move || pinned.get() == Some(step)
-                                style=format!("left: {left:.3}%; width: {size:.1}px; height: {size:.1}px")
+                                style=format!("left: {left:.3}%; width: {size:.1}px; height: {size:.1}px; --share: {:.3}", share(s))
                                 aria-label=marker_label(s)
                                 title=marker_label(s)
                                 on:click=move |_| on_pick.run(step)
@@ -204,6 +237,32 @@ mod tests {
             step(7, 0),
         ];
         assert_eq!(danger_runs(&steps), vec![(2, 3), (6, 6)]);
-        assert_eq!(marker_label(&step(42, 1)), "step 42: 1 trace, 1 errored");
+        assert_eq!(
+            marker_label(&step(42, 1)),
+            "step 42: 1 trace, 1 failed (100%)"
+        );
+    }
+
+    #[test]
+    fn a_band_marks_an_outage_not_a_flaky_tool() {
+        // One rollout in 32 fails at most steps; at steps 12-16, 24 of 32 do.
+        let steps: Vec<StepActivity> = (0..30)
+            .map(|i| StepActivity {
+                step: i,
+                traces: 32,
+                errored: match i {
+                    12..=16 => 24,
+                    i if i % 5 == 0 => 0,
+                    _ => 1,
+                },
+                running: 0,
+            })
+            .collect();
+        assert_eq!(danger_runs(&steps), vec![(12, 16)]);
+        assert_eq!(
+            marker_label(&steps[13]),
+            "step 13: 32 traces, 24 failed (75%)"
+        );
+        assert_eq!(marker_label(&steps[1]), "step 1: 32 traces, 1 failed (3%)");
     }
 }

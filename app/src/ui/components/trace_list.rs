@@ -3,6 +3,7 @@ use leptos::prelude::*;
 use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{compare_link, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
+use crate::ui::distinct;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::WorkspaceUrl;
 use treeline_wire::{dropped_spans, TraceList as List, TraceSummary};
@@ -58,9 +59,22 @@ struct Picks {
     picked: RwSignal<Vec<(String, String)>>,
 }
 
+/// "37 traces match", "1 trace matches", "10,000+ traces match".
+fn matched(n: i64, more: bool) -> String {
+    let plus = if more { "+" } else { "" };
+    if n == 1 && !more {
+        "1 trace matches".into()
+    } else {
+        format!("{}{plus} traces match", format::count(n))
+    }
+}
+
 #[component]
 fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
+    let count = first.matched.map(|n| matched(n, first.matched_more));
     let traces = RwSignal::new(first.traces);
+    // The root attributes these traces differ on, shown while none is pinned.
+    let differ = Memo::new(move |_| traces.with(|t| distinct::trace_keys(t, 3)));
     let cursor = RwSignal::new(first.next_cursor);
     let loading = RwSignal::new(false);
     let now = format::now_us();
@@ -94,9 +108,10 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
         }>
             // A list of links, the selected one marked current: each row is one link, so
             // no focusable control sits inside another (a listbox option may hold none).
+            {count.clone().map(|c| view! { <p class="count match-count" role="status">{c}</p> })}
             <ul class="trace-list" aria-label="Traces">
                 <For each=move || traces.get() key=|t| (t.run_id.clone(), t.trace_id.clone(), t.updated_us) let:t>
-                    <TraceRow t=t.clone() url now/>
+                    <TraceRow t=t.clone() url now differ/>
                 </For>
             </ul>
         </Show>
@@ -109,7 +124,13 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
 }
 
 #[component]
-fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView {
+fn TraceRow(
+    t: TraceSummary,
+    url: Memo<WorkspaceUrl>,
+    now: i64,
+    /// The keys the list's traces differ on, shown when no column is pinned.
+    differ: Memo<Vec<String>>,
+) -> impl IntoView {
     let (run_id, trace_id) = (t.run_id.clone(), t.trace_id.clone());
     let selected = move || {
         let u = url.get();
@@ -127,9 +148,13 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
     // Read from the URL as it changes: pinning a column does not refetch the list.
     let attributes = t.attributes.clone();
     let pinned = move || -> Vec<(String, String)> {
-        url.get()
-            .columns()
-            .into_iter()
+        let columns = url.get().columns();
+        let keys = if columns.is_empty() {
+            differ.get()
+        } else {
+            columns
+        };
+        keys.into_iter()
             .map(|key| {
                 let value = match attributes.get(&key) {
                     None | Some(serde_json::Value::Null) => "—".to_string(),
@@ -176,6 +201,7 @@ fn TraceRow(t: TraceSummary, url: Memo<WorkspaceUrl>, now: i64) -> impl IntoView
                 </div>
                 <div class="line2">
                     <span class="run">{t.run_name.clone()}</span>
+                    {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
                     <span class="kinds">{kinds}</span>
                     <span>{format!("{} spans", t.span_count)}</span>
                     {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}

@@ -12,6 +12,7 @@ use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{CompareUrl, SpanRef, MAX_COLUMNS};
 use crate::ui::components::compare::{AlignedLevel, BodyDiffView, Column, Ranked};
 use crate::ui::components::status::StatusBadge;
+use crate::ui::distinct;
 use crate::ui::url::link;
 use treeline_wire::SpanDetail;
 
@@ -257,6 +258,7 @@ fn columns_view(u: &CompareUrl, loaded: &[Loaded], run_id: &str) -> impl IntoVie
     }
     let keys = attribute_keys(loaded);
     let differ = differing(loaded, &keys);
+    let captions = captions(loaded);
     let style = format!(
         "grid-template-columns: repeat({}, minmax(240px, 1fr));",
         loaded.len()
@@ -273,7 +275,7 @@ fn columns_view(u: &CompareUrl, loaded: &[Loaded], run_id: &str) -> impl IntoVie
                 };
                 view! {
                     <Column run_id=run_id.to_string() loaded=loaded[i].clone() keys=keys.clone()
-                        differ=differ.clone() rank by=u.by.clone()/>
+                        differ=differ.clone() rank by=u.by.clone() caption=captions[i].clone()/>
                 }
             }).collect_view()}
         </div>
@@ -292,13 +294,16 @@ fn diff_view(url: Memo<CompareUrl>, loaded: &[Loaded], run_id: &str) -> impl Int
         Ok(s) => s.node.name.clone(),
         Err(_) => format!("missing: span {} in trace {}", l.at.1, l.at.0),
     };
-    let head = |l: &Loaded| {
+    let captions = captions(loaded);
+    let head = |l: &Loaded, side: &'static str, caption: String| {
         let status = l.span.as_ref().ok().map(|s| s.node.status);
         let href = link(run_id, &l.at.0, Some(&l.at.1));
         view! {
             <div class="side">
+                <span class="side-tag" title=format!("side {side} of the diff")>{side}</span>
                 {status.map(|s| view! { <StatusBadge status=s/> })}
                 <a href=href>{name(l)}</a>
+                {(!caption.is_empty()).then(|| view! { <span class="distinct">{caption}</span> })}
             </div>
         }
     };
@@ -306,9 +311,9 @@ fn diff_view(url: Memo<CompareUrl>, loaded: &[Loaded], run_id: &str) -> impl Int
     view! {
         <div class="diff">
             <div class="diff-head">
-                {head(a)}
+                {head(a, "A", captions[0].clone())}
                 <div class="change">"A ⟷ B"</div>
-                {head(b)}
+                {head(b, "B", captions[1].clone())}
             </div>
             {both.then(|| view! {
                 <AlignedLevel run_id=run_id.to_string() a=a.at.clone() b=b.at.clone()/>
@@ -316,6 +321,20 @@ fn diff_view(url: Memo<CompareUrl>, loaded: &[Loaded], run_id: &str) -> impl Int
             <BodyDiffView run_id=run_id.to_string() pair/>
         </div>
     }
+}
+
+/// Each span's caption: the attributes the compared spans differ on (at most two),
+/// so columns of spans that share a name read apart. Empty for a missing span.
+fn captions(loaded: &[Loaded]) -> Vec<String> {
+    let found = || loaded.iter().filter_map(|l| l.span.as_ref().ok());
+    let keys = distinct::keys(found().map(|s| &s.attributes), 2);
+    loaded
+        .iter()
+        .map(|l| match &l.span {
+            Ok(s) if !keys.is_empty() => distinct::caption(&s.attributes, &keys),
+            _ => String::new(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

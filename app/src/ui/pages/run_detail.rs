@@ -8,6 +8,7 @@ use crate::ui::components::body::JsonTree;
 use crate::ui::components::chart::LineChart;
 use crate::ui::components::status::{RunBadge, StatusBadge};
 use crate::ui::components::timeline::Timeline;
+use crate::ui::distinct;
 use crate::ui::format;
 use crate::ui::url::{link, WorkspaceUrl};
 use treeline_wire::{MetricSeries, RunDetail, TraceList, TraceSummary};
@@ -239,6 +240,8 @@ const PAGE: usize = 100;
 #[component]
 fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoView {
     let traces = RwSignal::new(first.traces);
+    // The root attributes these traces differ on: what tells sample 3 from sample 5.
+    let differ = Memo::new(move |_| traces.with(|t| distinct::trace_keys(t, 3)));
     let cursor = RwSignal::new(first.next_cursor);
     let loading = RwSignal::new(false);
     let load_more = move |_| {
@@ -262,7 +265,7 @@ fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoVie
     view! {
         <ul class="run-traces" aria-label="Traces of this run">
             <For each=move || traces.get() key=|t| t.trace_id.clone() let:t>
-                <RunTraceRow t/>
+                <RunTraceRow t differ/>
             </For>
         </ul>
         <Show when=move || cursor.with(Option::is_some)>
@@ -274,7 +277,12 @@ fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoVie
 }
 
 #[component]
-fn RunTraceRow(t: TraceSummary) -> impl IntoView {
+fn RunTraceRow(t: TraceSummary, differ: Memo<Vec<String>>) -> impl IntoView {
+    let attributes = t.attributes.clone();
+    let caption = move || {
+        let keys = differ.get();
+        (!keys.is_empty()).then(|| distinct::caption(&attributes, &keys))
+    };
     let now = format::now_us();
     let href = link(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
     let kinds = format::kinds(&t);
@@ -284,6 +292,7 @@ fn RunTraceRow(t: TraceSummary) -> impl IntoView {
                 <StatusBadge status=t.status/>
                 <span class="name">{format::trace_name(&t)}</span>
                 {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
+                {move || caption().map(|c| view! { <span class="attrs">{c}</span> })}
                 <span class="kinds">{kinds}</span>
                 <span class="spans">{format!("{} spans", t.span_count)}</span>
                 {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}

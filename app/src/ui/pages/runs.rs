@@ -101,7 +101,9 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
             <thead>
                 <tr>
                     <th>"Run"</th><th>"Project"</th><th>"Status"</th><th>"Started"</th>
-                    <th>"Duration"</th><th class="num">"Traces"</th><th class="num">"Failed traces"</th>
+                    <th>"Duration"</th><th class="num">"Traces"</th>
+                    <th class="num" title="Traces whose root failed">"Failed"</th>
+                    <th class="num" title="Traces whose root did not fail, with a failed span beneath it">"Failed beneath"</th>
                     <th><span class="visually-hidden">"Workspace"</span></th>
                 </tr>
             </thead>
@@ -112,13 +114,28 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
                         <td>{run.project.clone()}</td>
                         <td><RunBadge status=run.status/></td>
                         <td title=format::timestamp(run.start_us)>{format::relative(run.start_us, now)}</td>
-                        <td>{format::duration(run.end_us.unwrap_or(now) - run.start_us)}</td>
+                        <td>{run_span(&run, now)}</td>
                         <td class="num">{run.trace_count}</td>
-                        <td class="num" class:bad={run.error_trace_count > 0}>{run.error_trace_count}</td>
+                        <td class="num" class:bad={run.failed_trace_count > 0}>{run.failed_trace_count}</td>
+                        <td class="num" class:warn={beneath(&run) > 0}>{beneath(&run)}</td>
                         <td><a class="subtle" href=format!("/traces?run_id={}", encode(&run.run_id))>"traces →"</a></td>
                     </tr>
                 </For>
             </tbody>
         </table>
     }
+}
+
+/// Traces with a failure beneath a root that did not fail.
+fn beneath(run: &RunSummary) -> i64 {
+    (run.error_trace_count - run.failed_trace_count).max(0)
+}
+
+/// How long the run has gone, or, for an OpenTelemetry daily run (which no exporter
+/// ever ends), when it last heard from one.
+fn run_span(run: &RunSummary, now: i64) -> String {
+    if treeline_wire::daily_run_date(&run.project, &run.name).is_some() {
+        return format!("last activity {}", format::relative(run.updated_us, now));
+    }
+    format::duration(run.end_us.unwrap_or(now) - run.start_us)
 }

@@ -12,6 +12,7 @@ use super::rows::{self, RowCtx};
 use super::viewport::Viewport;
 use super::window::{self, ROW};
 use crate::ui::api::ApiError;
+use crate::ui::components::CopyButton;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::WorkspaceUrl;
 
@@ -160,7 +161,7 @@ fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
             {move || trace.with(|t| dropped_spans(&t.attributes)).map(|n| view! {
                 <span class="bad" title=DROPPED_TITLE>{format::dropped(n)}</span>
             })}
-            <button type="button" class="copy" on:click=move |_| copy_location()>"Copy link"</button>
+            <CopyButton text=Callback::new(move |()| location()) caption="Copy link"/>
         </div>
     }
 }
@@ -249,9 +250,10 @@ fn row_of(rows: Memo<Vec<Row>>, id: &str) -> Option<usize> {
     })
 }
 
-fn copy_location() {
+/// The page's address, this view's link (in the browser; none on the server).
+fn location() -> Option<String> {
     #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
-    if let Some(href) = leptos::web_sys::window().and_then(|w| w.location().href().ok()) {
-        crate::ui::components::copy_text(&href);
-    }
+    return leptos::web_sys::window().and_then(|w| w.location().href().ok());
+    #[cfg(not(all(feature = "hydrate", not(feature = "ssr"))))]
+    None
 }
