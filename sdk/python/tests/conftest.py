@@ -126,6 +126,17 @@ def _binary():
     return path
 
 
+def create_key(data_dir, scope, project=None):
+    """A key made by `treeline keys create` in `data_dir` (a server running there sees
+    it at once; --init makes the database when the server has not started there)."""
+    args = [_binary(), "keys", "create", "--init", "--scope", scope, "--data-dir", str(data_dir)]
+    if project is not None:
+        args += ["--project", project]
+    made = subprocess.run(args, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip().splitlines()[-1]
+
+
 class ServerProcess:
     def __init__(self, port=None, data_dir=None, args=()):
         self.args = list(args)  # more `serve` flags, e.g. ["--api-key-file", path]

@@ -131,3 +131,76 @@ def test_parent_must_be_a_span_or_a_carrier(make_run):
     make_run()
     with pytest.raises(TypeError, match="parent= takes a span or a carrier"):
         tl.span("x", parent="00f067aa0ba902b7")
+
+
+BIG = "x" * 2_000_000
+
+
+def test_a_body_the_preview_cut_is_flagged_on_the_event_that_carries_it(make_run, transport):
+    run = make_run(capture="preview", flush_interval=30)
+    with run.trace("root", "agent", inputs={"doc": BIG}) as root:  # on the open
+        root.set_output(BIG)  # on the close
+        with root.span("waiting", "tool") as waiting:
+            waiting.set_input(BIG)  # patched into the open while it waits
+        with root.span("many", "tool", inputs=list(range(500))) as many:  # items left out
+            pass
+        with root.span("small", "tool", inputs={"q": 1}) as small:
+            small.set_output({"a": 1})
+        run.flush()
+        root.set_attribute("after", 1)
+    with run.trace("late", "agent") as late:
+        run.flush()
+        late.set_input(BIG)  # the open has left: rides the close
+    run.flush()
+    opens, closes = transport.opens(), transport.closes()
+    assert opens[root.span_id]["input_truncated"] is True
+    assert closes[root.span_id]["output_truncated"] is True
+    assert opens[waiting.span_id]["input_truncated"] is True
+    assert opens[many.span_id]["input_truncated"] is True
+    assert closes[late.span_id]["input_truncated"] is True
+    assert "input_truncated" not in opens[late.span_id]
+    assert "input_truncated" not in opens[small.span_id]
+    assert "output_truncated" not in closes[small.span_id]
+    assert len(closes[root.span_id]["output"]) <= 8192 + 1
+
+
+def _fail(depth):
+    """Raises from `depth` alternating frames down (distinct frames, so Python does
+    not fold them into "[Previous line repeated]")."""
+    if depth == 0:
+        raise ValueError("bad obs, key sk-live-abcdefghijklmnop")
+    return _fail_too(depth - 1)
+
+
+def _fail_too(depth):
+    return _fail(depth)
+
+
+def test_a_failure_keeps_its_traceback_under_preview_innermost_frames_first(make_run,
+                                                                           transport):
+    run = make_run(capture="preview")
+    for name, depth, capture in (("shallow", 0, None), ("deep", 400, None),
+                                 ("off", 0, "off")):
+        try:
+            with run.trace(name, "tool", capture=capture):
+                _fail(depth)
+        except ValueError:
+            pass
+    run.flush()
+    errors = {e["span_id"]: e["error"] for e in transport.closes().values()}
+    by_name = {e["name"]: errors[e["span_id"]] for e in transport.opens().values()}
+    shallow = by_name["shallow"]
+    assert shallow["traceback"].startswith("Traceback (most recent call last):")
+    assert ", in _fail\n" in shallow["traceback"]
+    assert shallow["traceback"].endswith("ValueError: bad obs, key [REDACTED]\n")
+    assert "sk-live" not in str(shallow)
+    deep = by_name["deep"]["traceback"]
+    assert deep.startswith("… [traceback cut from ") and len(deep) <= 8192
+    assert deep.endswith("ValueError: bad obs, key [REDACTED]\n")  # the innermost end
+    assert "test_a_failure_keeps" not in deep  # the outermost frame was cut
+    assert by_name["off"] == {"type": "ValueError"}
+    never_raised = run.start_span("recorded by hand").record_exception(ValueError("x"))
+    never_raised.end("error")
+    run.flush()
+    assert transport.closes()[never_raised.span_id]["error"] == {"type": "ValueError",
+                                                                 "message": "x"}

@@ -2,6 +2,7 @@
 
 import glob
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -9,10 +10,13 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 import treeline as tl
 from treeline.spool import Spool
 from treeline.sync import main as sync_main
 
+from conftest import MemoryTransport
 from fakeserver import FakeServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -343,3 +347,135 @@ def test_run_as_a_context_manager_finishes_it(make_run, transport):
         pass
     finish = [r for r in transport.sent if r["path"].endswith("/finish")]
     assert finish[-1]["body"]["status"] == "finished"
+
+
+# -- faults of the sender, and refused keys ---------------------------------------------
+
+def _fault(transport, err):
+    """Makes `transport.send` raise `err` (not a network error) until the returned
+    function is called."""
+    real = transport.send
+
+    def send(*args, **kwargs):
+        transport.attempts.append(args[:2])
+        raise err
+
+    transport.send = send
+    return lambda: setattr(transport, "send", real)
+
+
+def test_a_fault_in_the_sender_spools_the_data_and_says_why_once(make_run, transport, caplog):
+    # The error a scheme-less URL used to cause on the sender thread.
+    repair = _fault(transport, TypeError("'NoneType' object does not support the context "
+                                         "manager protocol"))
+    run = make_run()
+    _many(run, 3)
+    run.log_metrics({"loss": 0.5}, step=0)
+    start = time.monotonic()
+    assert run.flush(20) is False  # kept on disk, not delivered ...
+    assert time.monotonic() - start < 5  # ... and flush did not wait out its timeout
+    assert len(run._sender.spool.pending()) >= 3  # the run, its events, its metrics
+    said = [r for r in caplog.records if "TypeError" in r.getMessage()]
+    assert len(said) == 1 and "kept in" in said[0].getMessage()
+    repair()
+    assert run.flush(10) is True
+    assert transport.sent[0]["method"] == "PUT"
+    assert len(transport.events()) == 12 and len(transport.points()) == 1
+    assert run.counters()["sender_dropped"] == 0
+
+
+def test_a_fault_in_the_drain_loop_keeps_what_it_held(make_run, transport):
+    run = make_run(flush_interval=30)
+    run.flush()
+    sender = run._sender
+    real = sender._post_events
+    sender._post_events = lambda events, per_item: (_ for _ in ()).throw(RuntimeError("bug"))
+    _many(run, 2)
+    run.log_metrics({"loss": 0.5}, step=0)
+    start = time.monotonic()
+    assert run.flush(10) is False
+    assert time.monotonic() - start < 5
+    sender._post_events = real
+    assert run.flush(10) is True
+    assert len(transport.events()) == 8 and len(transport.points()) == 1
+
+
+def test_what_the_sender_cannot_even_spool_is_counted(make_run, transport):
+    run = make_run()
+    run.flush()
+    sender = run._sender
+    real = sender._encode
+    sender._encode = lambda field, items: (
+        (_ for _ in ()).throw(RuntimeError("bug")) if field == "events" else real(field, items))
+    _many(run, 2)
+    run.log_metrics({"loss": 0.5}, step=0)
+    run.flush(10)
+    assert run.counters()["sender_dropped"] == 8  # 2 traces, 2 spans each, open and close
+    assert len(transport.points()) == 1
+
+
+class Refusing(MemoryTransport):
+    """A server that refuses the key, with the message the real server gives."""
+
+    def __init__(self, status, message, api_key=None):
+        super().__init__()
+        self.status, self.message, self.api_key = status, message, api_key
+
+    def send(self, method, path, body, content_encoding=None, idempotency_key=None):
+        self.attempts.append((method, path, idempotency_key))
+        code = "unauthorized" if self.status == 401 else "forbidden"
+        return self.status, {"error": {"code": code, "message": self.message}}
+
+
+@pytest.mark.parametrize("status, message, key, advice", [
+    (403, "this key may only read; writing needs a write key", "tl_readkey1",
+     "This key may not write here"),
+    (401, "the API key is not valid", "tl_wrongkey", "the server does not know this key"),
+    (401, "this server needs credentials", None, "The server needs a key"),
+])
+def test_a_refused_key_is_said_once_counted_kept_and_not_retried(
+        tmp_path, caplog, status, message, key, advice):
+    transport = Refusing(status, message, key)
+    run = tl.init("p", transport=transport, api_key=key, spool_dir=str(tmp_path / "spool"),
+                  flush_interval=0.05, finish_on_exit=False)
+    _many(run, 3)
+    run.log_metrics({"loss": 0.5}, step=0)
+    start = time.monotonic()
+    assert run.flush(20) is False
+    assert time.monotonic() - start < 5  # a refusal is not waited out like a network error
+    assert len(transport.attempts) == 1  # the run's PUT, once: no retries, nothing more sent
+    assert run.counters()["refused_requests"] == 1
+    said = [r for r in caplog.records if "refused" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.ERROR
+    text = said[0].getMessage()
+    assert message in text and advice in text and "TREELINE_API_KEY" in text
+    assert "treeline-sync " + run.spool_dir in text
+    assert not [r for r in caplog.records if "unreachable" in r.getMessage()]
+    with run.trace("later"):  # later batches go straight to the spool
+        pass
+    assert run.flush(20) is False and len(transport.attempts) == 1
+    # Kept, so a new key sends it.
+    server = FakeServer()
+    try:
+        assert sync_main([run.spool_dir, "--url", server.url, "--api-key", "tl_new"]) == 0
+        assert len(server.rec.events()) == 14 and len(server.rec.points()) == 1
+    finally:
+        server.stop()
+
+
+def test_sync_says_a_new_key_is_needed_when_the_server_refuses_it(tmp_path, capsys):
+    from treeline.spool import Request
+    spool = Spool(str(tmp_path / "r1"))
+    spool.write(Request("POST", "/api/runs/r1/metrics", b'{"points": []}', None, "k1",
+                        "metrics"))
+    server = FakeServer()
+    server.rec.fail_next = [401]
+    try:
+        assert sync_main([str(tmp_path), "--url", server.url, "--api-key", "tl_old"]) == 1
+    finally:
+        server.stop()
+    out = capsys.readouterr().out
+    assert "refused the key: HTTP 401" in out and "A new key is needed" in out
+    assert "--api-key" in out and "TREELINE_API_KEY" in out
+    assert len(spool.pending()) == 1  # left in place for the new key
+    assert not glob.glob(str(tmp_path / "r1" / "*.rejected"))

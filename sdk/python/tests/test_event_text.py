@@ -38,7 +38,9 @@ def test_every_field_survives_the_text_form(make_run, transport):
     assert closed[child.span_id]["metrics"] == {"latency_ms": 3.25}
     assert closed[child.span_id]["token_count"] == 12
     failed = [e for e in closed.values() if e["status"] == "error"]
-    assert failed[0]["error"] == {"type": "ValueError", "message": AWKWARD}
+    error = failed[0]["error"]
+    assert (error["type"], error["message"]) == ("ValueError", AWKWARD)
+    assert error["traceback"].endswith("ValueError: %s\n" % AWKWARD)
 
 
 def test_a_name_with_no_utf8_form_loses_only_its_own_events(make_run, transport):

@@ -434,7 +434,9 @@ def test_export_then_import_into_a_fresh_server_exports_the_same(
         assert keys == sorted(keys)
     by_name = {s["name"]: s for s in first}
     assert by_name["lookup"]["status"] == "error"
-    assert by_name["lookup"]["error"] == {"type": "ValueError", "message": "bad obs"}
+    error = by_name["lookup"]["error"]
+    assert (error["type"], error["message"]) == ("ValueError", "bad obs")
+    assert error["traceback"].endswith("ValueError: bad obs\n")
     assert by_name["still running"]["status"] == "running"
     assert by_name["still running"]["end_us"] is None
     assert by_name["policy"]["token_count"] == 12

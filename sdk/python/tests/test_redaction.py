@@ -1,7 +1,6 @@
 """Preview capture: secrets masked, bodies bounded, odd values sent as their repr."""
 
 import json
-import subprocess
 
 import pytest
 
@@ -97,10 +96,8 @@ def test_text_and_bytes_pass_through():
 
 @pytest.mark.server
 def test_a_key_made_by_treeline_keys_create_is_masked(tmp_path):
-    from conftest import _binary
-    made = subprocess.run([_binary(), "keys", "create", "--scope", "write", "--data-dir",
-                           str(tmp_path)], capture_output=True, text=True, check=True)
-    key = made.stdout.strip().splitlines()[-1]
+    from conftest import create_key
+    key = create_key(tmp_path, "write")
     assert key.startswith("tl_") and len(key) == 46, "a key as the server makes them"
     for text in (key, "export TREELINE_API_KEY=%s" % key, '{"k": "%s"}' % key,
                  "url?key=%s&x=1" % key):

@@ -24,7 +24,7 @@ import urllib.request
 import zlib
 
 from . import redact
-from .run import DEFAULT_URL
+from .config import resolve
 from .transport import USER_AGENT, Unreachable, make_opener, retry_after
 
 MAX_RETRIES = 3  # further attempts after a 503
@@ -120,7 +120,8 @@ class Client:
     """Reads runs, traces, spans and metrics from a Treeline server.
 
     url and api_key default to TREELINE_URL and TREELINE_API_KEY, as for `treeline.init`
-    (the URL falls back to http://127.0.0.1:3000). The key is sent as
+    (the URL falls back to http://127.0.0.1:3000), and are checked as there: ValueError
+    for one that cannot work. The key is sent as
     `Authorization: Bearer <key>`; any scope may read.
 
     Errors: an error answer raises `ApiError` (`NotFound` for 404, `AuthError` for 401
@@ -130,11 +131,8 @@ class Client:
     `ApiError` is raised; no 4xx is ever retried."""
 
     def __init__(self, url=None, api_key=None, timeout=30.0):
-        self.url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("url must be an http:// or https:// URL, got %r" % (self.url,))
-        self.api_key = api_key or os.environ.get("TREELINE_API_KEY") or None
+        # A URL or key that cannot work raises ValueError here, saying what to write.
+        self.url, self.api_key = resolve(url, api_key)
         redact.add_known_secret(self.api_key)
         self.timeout = timeout
         self._opener = make_opener(self.url)

@@ -5,7 +5,7 @@ rollouts nest their spans correctly without passing parents around."""
 
 import contextvars
 
-from .attrs import check_attributes
+from .attrs import check_attributes, process_note
 from .vocab import check_non_negative
 
 current_span_var = contextvars.ContextVar("treeline_current_span", default=None)
@@ -52,8 +52,15 @@ def attributes(values):
     """`with tl.attributes({...}):` adds these to every span opened inside the block.
     Inner blocks win over outer ones, and a span's own attributes win over both."""
     merged = dict(attributes_var.get() or {})
-    merged.update(check_attributes(values) or {})
+    merged.update(check_attributes(values, _note()) or {})
     return _Block(attributes_var, merged)
+
+
+def _note():
+    # The block belongs to no run yet: its changes are counted on the current one.
+    from .run import current_run
+    run = current_run()
+    return run._note if run is not None else process_note
 
 
 def reset(var, token, fallback):

@@ -3,7 +3,7 @@
 import functools
 import inspect
 
-from .attrs import check_attributes
+from .attrs import check_attributes, process_note
 from .delivery import warn_limited
 from .span import status_for
 from .vocab import check_capture, check_non_negative, check_open_kind
@@ -15,7 +15,11 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
     run (a root when there is none). Return values pass through; exceptions are
     recorded as error spans and re-raised. `resolve_run()` gives the run at call time."""
     check_open_kind(kind)
-    attributes = check_attributes(attributes)
+    try:
+        run = resolve_run()
+    except Exception:
+        run = None
+    attributes = check_attributes(attributes, run._note if run is not None else process_note)
     check_capture(capture)
     check_non_negative(step, "step")
     check_non_negative(rank, "rank")

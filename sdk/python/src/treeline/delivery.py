@@ -16,9 +16,16 @@ instead of losing data; after a wait times out (a wedged sender), new spans and 
 are dropped until the queue has drained to half, so training never hangs on tracing.
 "drop" never waits. Either way the closes of spans already opened are always queued,
 so a recorded span never stays open for want of room, and every drop is counted
-(`counters`), logged, and written on the root of the trace that lost it."""
+(`counters`), logged, and written on the root of the trace that lost it.
+
+Nothing the sender fails to send is lost silently: a key the server refuses (401, 403)
+is said once, loudly, and the run's data then goes to the spool for `treeline-sync`
+with a new key; an unexpected error (a bug, here or in a transport) spools what it was
+sending, or counts it in `sender_dropped` when even that fails, and is said once with
+its reason."""
 
 import collections
+import itertools
 import logging
 import os
 import re
@@ -29,7 +36,7 @@ import weakref
 from .ids import coin, new_key
 from .spool import Request
 from .eventtext import as_json, with_field
-from .transport import Unreachable, compress, encode, retryable
+from .transport import REFUSED, Unreachable, compress, encode, refusal, retryable
 
 log = logging.getLogger("treeline")
 
@@ -37,9 +44,9 @@ _SENDERS = weakref.WeakSet()
 _warned = collections.Counter()
 
 ON_FULL = ("block", "drop")
-COUNTERS = ("dropped_spans", "dropped_points", "dropped_attributes", "blocked_seconds",
-            "block_timeouts", "rejected", "refused_requests",
-            "server_warnings")
+COUNTERS = ("dropped_spans", "dropped_points", "dropped_attributes", "dropped_values",
+            "converted_attributes", "cut_attributes", "blocked_seconds", "block_timeouts",
+            "rejected", "refused_requests", "server_warnings", "sender_dropped")
 
 
 def warn_limited(kind, message, *args, limit=5):
@@ -87,6 +94,9 @@ class Sender:
         self.warning_kinds = collections.Counter()  # server warnings, by kind
         self._said = set()
         self.hurry = False  # at exit: no back-off, spool at once
+        # (status, code, message) once the server refused the key: from then on the
+        # run's data goes to the spool, unsent, for treeline-sync with a new key.
+        self.refused = None
         self._spooling = bool(spool.pending())
         self._last_probe = 0.0
         self._reset()
@@ -186,9 +196,9 @@ class Sender:
             self._ensure_thread()
         return gen
 
-    def patch(self, queued, field, value, size):
-        """Sets a field of an event still waiting in the queue. False when the sender
-        has taken it already (it may be on the wire)."""
+    def patch(self, queued, fields, size):
+        """Adds fields, (name, value) pairs, to an event still waiting in the queue.
+        False when the sender has taken it already (it may be on the wire)."""
         if queued is None:
             return False
         event, gen = queued
@@ -196,7 +206,10 @@ class Sender:
             if gen != self._gen:
                 return False
             try:
-                event[0] = with_field(event[0], field, value)
+                text = event[0]
+                for field, value in fields:
+                    text = with_field(text, field, value)
+                event[0] = text
             except (TypeError, ValueError):
                 return False  # no JSON form: it rides the close, which says so
             self._bytes += size
@@ -258,8 +271,8 @@ class Sender:
             self._wake.clear()
             try:
                 self._drain()
-            except Exception:  # never let the sender die on a bug; keep logging it
-                log.exception("treeline: sender error")
+            except Exception as err:  # never let the sender die on a bug (_drain keeps data)
+                self._broken(err)
             if self._closing and not self._items:
                 return
 
@@ -272,43 +285,80 @@ class Sender:
                 self._kicked = False
             per_item = self._inflight / len(items) if items else 0
             events, points = [], []
-            for item in items:
-                if type(item) is not tuple:  # a span event: text, patchable text or dict
-                    events.append(item)
-                    if len(events) >= self.max_batch_items:
-                        self._post_events(events, per_item)
-                        events = []
-                    continue
-                tag = item[0]
-                if tag == "m":
-                    points.extend(item[1])
-                    if len(points) >= self.max_batch_items:
-                        self._post_list(self._metrics_path, "points", points)
-                        self._release(len(points) * per_item)
-                        points = []
-                    continue
-                # Run updates and barriers keep their place in the stream.
+            rest = iter(items)
+            held = None  # a run update or barrier taken from `rest`, not yet done
+            try:
+                for item in rest:
+                    if type(item) is not tuple:  # a span event: text, patchable text or dict
+                        events.append(item)
+                        if len(events) >= self.max_batch_items:
+                            self._post_events(events, per_item)
+                            events = []
+                        continue
+                    tag = item[0]
+                    if tag == "m":
+                        points.extend(item[1])
+                        if len(points) >= self.max_batch_items:
+                            self._post_list(self._metrics_path, "points", points)
+                            self._release(len(points) * per_item)
+                            points = []
+                        continue
+                    # Run updates and barriers keep their place in the stream.
+                    held = item
+                    self._post_events(events, per_item)
+                    events = []
+                    self._post_list(self._metrics_path, "points", points)
+                    self._release(len(points) * per_item)
+                    points = []
+                    self._wait_workers()
+                    if tag == "r":
+                        held = None
+                        _, method, path, body, what = item
+                        self._send_obj(method, path, body, what)
+                    elif tag == "b":
+                        held = None
+                        try:
+                            if self._spooling and not self.refused:
+                                self._replay()
+                        finally:  # flush() must never wait out its timeout for a bug
+                            item[2].append(not self._spooling)
+                            item[1].set()
                 self._post_events(events, per_item)
+                events = []
                 self._post_list(self._metrics_path, "points", points)
-                self._release(len(points) * per_item)
-                events, points = [], []
+                points = []
                 self._wait_workers()
-                if tag == "r":
-                    _, method, path, body, what = item
-                    self._send_obj(method, path, body, what)
-                elif tag == "b":
-                    if self._spooling:
-                        self._replay()
-                    item[2].append(not self._spooling)
-                    item[1].set()
-            self._post_events(events, per_item)
-            self._post_list(self._metrics_path, "points", points)
-            self._wait_workers()
+                if (self._spooling and not self.refused
+                        and time.monotonic() - self._last_probe > self.probe_interval):
+                    self._replay()
+            except Exception as err:
+                # A fault of the sender itself (the steps above catch their own): what it
+                # still held is spooled in order, not dropped with the exception.
+                self._rescue(err, events, points,
+                             rest if held is None else itertools.chain((held,), rest))
             with self._lock:
                 self._inflight = 0
             self._roomy.set()
-            if self._spooling and time.monotonic() - self._last_probe > self.probe_interval:
-                self._replay()
+
+    def _rescue(self, err, events, points, rest):
+        self._broken(err)
+        for item in rest:
+            if type(item) is not tuple:
+                events.append(item)
+            elif item[0] == "m":
+                points.extend(item[1])
+            else:
+                self._keep_list(self._events_path, "events", events)
+                self._keep_list(self._metrics_path, "points", points)
+                events, points = [], []
+                if item[0] == "r":
+                    _, method, path, body, what = item
+                    self._keep_obj(method, path, body, what)
+                else:
+                    item[2].append(False)
+                    item[1].set()
+        self._keep_list(self._events_path, "events", events)
+        self._keep_list(self._metrics_path, "points", points)
 
     def _release(self, size):
         if size:
@@ -322,7 +372,7 @@ class Sender:
     def _post_events(self, events, per_item):
         if not events:
             return
-        if self.max_inflight == 1 or self._spooling:
+        if self.max_inflight == 1 or self._spooling or self.refused:
             self._post_list(self._events_path, "events", events)
             self._release(len(events) * per_item)
             return
@@ -359,8 +409,9 @@ class Sender:
                 events, size = self._jobs.popleft()
             try:
                 self._post_list(self._events_path, "events", events)
-            except Exception:
-                log.exception("treeline: sender error")
+            except Exception as err:  # _post_list keeps its data; this is a last resort
+                self._broken(err)
+                self._keep_list(self._events_path, "events", events)
             self._release(size)
             with self._busy:
                 self._outstanding -= 1
@@ -385,26 +436,27 @@ class Sender:
             return
         what = "events" if field == "events" else "metrics"
         try:
-            body, enc = self._encode(field, items)
-        except (TypeError, ValueError):
-            items = self._encodable(items)
-            if not items:
-                return
-            body, enc = self._encode(field, items)
-        if len(body) > self.max_request_bytes and len(items) > 1:
-            half = len(items) // 2
-            self._post_list(path, field, items[:half])
-            self._post_list(path, field, items[half:])
+            try:
+                body, enc = self._encode(field, items)
+            except (TypeError, ValueError):
+                items = self._encodable(items)
+                if not items:
+                    return
+                body, enc = self._encode(field, items)
+            split = len(body) > self.max_request_bytes and len(items) > 1
+            if not split:
+                req = Request("POST", path, body, enc, new_key(), what)
+                status = self._deliver(req)
+        except Exception as err:  # not the network, not the server: a fault of ours
+            self._broken(err)
+            self._keep_list(path, field, items)
             return
-        req = Request("POST", path, body, enc, new_key(), what)
-        status = self._deliver(req)
-        if status == 413:
-            if len(items) == 1:
-                self.handle(req, status, None)
-                return
+        if split or (status == 413 and len(items) > 1):
             half = len(items) // 2
             self._post_list(path, field, items[:half])
             self._post_list(path, field, items[half:])
+        elif status == 413:
+            self.handle(req, status, None)
 
     def _encode(self, field, items):
         if field != "events":
@@ -433,15 +485,74 @@ class Sender:
         # PUT is idempotent by itself; every POST carries a key.
         key = new_key() if method == "POST" else None
         req = Request(method, path, body, enc, key, what)
-        if self._deliver(req) == 413:
+        try:
+            status = self._deliver(req)
+        except Exception as err:  # a fault of ours: keep the request
+            self._broken(err)
+            self._keep(req)
+            return
+        if status == 413:
             self.handle(req, 413, None)
+
+    # -- keeping what cannot be sent ------------------------------------------------
+
+    def _keep(self, req):
+        """Spools a request (a spool that cannot take it counts and logs the loss)."""
+        self._spooling = self.spool.write(req) or bool(self.spool.pending())
+        self._last_probe = time.monotonic()
+
+    def _keep_list(self, path, field, items):
+        """Spools events or points without sending them; counts what cannot be."""
+        if not items:
+            return
+        try:
+            body, enc = self._encode(field, self._encodable(items))
+            self._keep(Request("POST", path, body, enc, new_key(),
+                               "events" if field == "events" else "metrics"))
+        except Exception:
+            self.counters["sender_dropped"] += len(items)
+
+    def _keep_obj(self, method, path, obj, what):
+        try:
+            body, enc = encode(obj, self.encoding)
+            self._keep(Request(method, path, body, enc, new_key() if method == "POST" else None,
+                               what))
+        except Exception:
+            self.counters["sender_dropped"] += 1
+
+    def _broken(self, err):
+        """Says once per run why the sender failed other than by the network or the
+        server; the data it was handling is spooled, or counted in sender_dropped."""
+        if "broken" not in self._said:
+            self._said.add("broken")
+            log.error("treeline: sending failed with %s: %s (not a network error: a fault in "
+                      "the SDK or its environment); what could not be sent is kept in %s, or "
+                      "counted in run.counters()['sender_dropped']. Said once per run",
+                      type(err).__name__, err, self.spool.dir, exc_info=err)
+
+    def _refuse(self, status, payload):
+        """The server refused the key: count it, say so once, and send nothing more
+        with this key (the run's data goes to the spool)."""
+        code, message = refusal(payload)
+        with self._lock:  # several HTTP workers may be refused at once: said once
+            self.counters["refused_requests"] += 1
+            first = self.refused is None
+            self.refused = (status, code, message)
+        if first:
+            log.error("treeline: the server refused this run's data: HTTP %d %s: %s. %s "
+                      "Nothing more is sent with this key; the run's data is kept in %s: send "
+                      "it later with TREELINE_API_KEY=<a write key> treeline-sync %s",
+                      status, code, message or "(no message)",
+                      key_advice(status, getattr(self.transport, "api_key", None)),
+                      self.spool.dir, self.spool.dir)
 
     def _deliver(self, req):
         """Sends with retries, or spools. Returns the final HTTP status, or None when
         the request went to the spool."""
-        if self._spooling:
-            # Something older is on disk: keep order by queueing behind it.
-            self.spool.write(req)
+        if self._spooling or self.refused:
+            # Something older is on disk (keep order by queueing behind it), or the key
+            # was refused (keep the data for a new key).
+            self._keep(req)
             return None
         attempt = 0
         while True:
@@ -450,6 +561,14 @@ class Sender:
                                                       req.encoding, req.key)
             except Unreachable as err:
                 status, payload = None, str(err)
+            except Exception as err:  # not the network: retrying would fail the same way
+                self._broken(err)
+                self._keep(req)
+                return None
+            if status in REFUSED:
+                self._refuse(status, payload)
+                self._keep(req)
+                return None
             if status is not None and not retryable(status):
                 if status != 413:
                     self.handle(req, status, payload)
@@ -458,8 +577,7 @@ class Sender:
             if self.hurry or attempt > self.max_retries:
                 warn_limited("down", "server unreachable (%s); spooling to %s",
                              payload if status is None else "HTTP %d" % status, self.spool.dir)
-                self._spooling = self.spool.write(req) or bool(self.spool.pending())
-                self._last_probe = time.monotonic()
+                self._keep(req)
                 return None
             delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
             delay *= 0.5 + coin() / 2
@@ -471,6 +589,10 @@ class Sender:
         self._last_probe = time.monotonic()
         _, remaining = self.spool.replay(self.transport, self.handle)
         self._spooling = remaining > 0
+        if self.spool.refused:
+            self._refuse(*self.spool.refused)
+        elif self.spool.error is not None:
+            self._broken(self.spool.error)
 
     def handle(self, req, status, payload):
         """Logs what the server refused or warned about; nothing it refuses is retried."""
@@ -478,19 +600,19 @@ class Sender:
             if not isinstance(payload, dict):
                 return
             rejected = payload.get("rejected")
-            if rejected:
+            if rejected and isinstance(rejected, list):
                 self.counters["rejected"] += len(rejected)
-                first = rejected[0]
+                first = rejected[0] if isinstance(rejected[0], dict) else {}
                 warn_limited("rejected", "server rejected %d of a %s batch, e.g. %s: %s",
                              len(rejected), req.what, first.get("code"), first.get("message"))
             warnings = payload.get("warnings")
-            if warnings:
+            if warnings and isinstance(warnings, list):
                 self._server_warnings(warnings, req.what)
             return
         self.counters["refused_requests"] += 1
-        err = (payload or {}).get("error", {}) if isinstance(payload, dict) else {}
+        code, message = refusal(payload)
         warn_limited("refused", "server refused a %s request (HTTP %d %s: %s); dropped",
-                     req.what, status, err.get("code", "?"), err.get("message", ""))
+                     req.what, status, code, message)
 
     def _server_warnings(self, warnings, what):
         self.counters["server_warnings"] += len(warnings)
@@ -502,6 +624,18 @@ class Sender:
                 log.warning("treeline: the server stored %s with a warning: %s (logged "
                             "once per kind; run.counters()['server_warnings'] counts them)",
                             what, message)
+
+
+def key_advice(status, api_key, where="TREELINE_API_KEY (or api_key=)"):
+    """What to do about a refused key, for a message; `where` is how the key is given."""
+    if status == 401 and not api_key:
+        return ("The server needs a key: give a write key as %s (`treeline keys create "
+                "--scope write` makes one)." % where)
+    if status == 401:
+        return ("Check %s: the server does not know this key (mistyped, or revoked); give a "
+                "write key (`treeline keys create --scope write` makes one)." % where)
+    return ("This key may not write here: give a write key for this project as %s "
+            "(`treeline keys create --scope write` makes one)." % where)
 
 
 def _after_fork_in_child():

@@ -51,6 +51,8 @@ def open_text(span, ts):
         text += ',"attributes":' + _dumps(span._attrs)
     if span._input is not None:
         text += ',"input":' + _dumps(span._input)
+        if span._cut & 1:  # the preview cut it: the span detail says so
+            text += ',"input_truncated":true'
     return text + "}"
 
 

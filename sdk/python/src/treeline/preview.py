@@ -7,6 +7,7 @@ import json
 import math
 import re
 import reprlib
+import traceback
 
 from .redact import MASK, is_secret_key, redact_text
 
@@ -27,15 +28,16 @@ _ESCAPED = re.compile(r'[\x00-\x1f"\\]')
 class _Walk:
     """Copies a value into its JSON-ready, redacted form, and keeps an upper bound of
     the length of its JSON text (`size`), so that most bodies need not be encoded
-    once more just to be measured."""
+    once more just to be measured. `cut` says whether any of the value was left out."""
 
-    __slots__ = ("limit", "nodes", "path", "size")
+    __slots__ = ("limit", "nodes", "path", "size", "cut")
 
     def __init__(self, limit):
         self.limit = limit
         self.nodes = 0
         self.path = set()
         self.size = 0
+        self.cut = False
 
     def value(self, v, depth):
         self.nodes += 1
@@ -52,6 +54,7 @@ class _Walk:
             return self.text(v)
         if self.nodes > _MAX_NODES or depth > _MAX_DEPTH:
             self.size += 5
+            self.cut = True
             return "…"
         if isinstance(v, dict):
             return self.mapping(v, depth)
@@ -71,9 +74,13 @@ class _Walk:
         raise NoJSONForm("a %s has no JSON form" % type(v).__name__)
 
     def text(self, s):
-        s = redact_text(s) if len(s) <= 4 * self.limit else redact_text(s[: 4 * self.limit])
+        if len(s) > 4 * self.limit:
+            s = s[: 4 * self.limit]
+            self.cut = True
+        s = redact_text(s)
         if len(s) > self.limit:
             s = s[: self.limit] + "…"
+            self.cut = True
         self.size += len(s) * (6 if _ESCAPED.search(s) else 1) + 2
         return s
 
@@ -91,6 +98,7 @@ class _Walk:
             if i == _MAX_ITEMS:
                 out["…"] = "%d more keys" % (len(d) - i)
                 size += 40
+                self.cut = True
                 break
             known = info.get(k) if type(k) is str else None
             if known is None:
@@ -126,6 +134,7 @@ class _Walk:
         if len(seq) > _MAX_ITEMS:
             out.append("… %d more items" % (len(seq) - _MAX_ITEMS))
             self.size += 40
+            self.cut = True
         self.path.discard(id(seq))
         return out
 
@@ -166,7 +175,7 @@ _repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxdict = 50
 def preview(value, limit=DEFAULT_LIMIT):
     """Returns (body, error): a JSON-ready, redacted body of at most about `limit`
     characters, and why the value had to be sent as its repr (None when it did not)."""
-    body, error, _ = sized_preview(value, limit)
+    body, error, _, _ = sized_preview(value, limit)
     return body, error
 
 
@@ -254,30 +263,31 @@ def _flat_dict(value, limit):
 
 
 def sized_preview(value, limit=DEFAULT_LIMIT):
-    """preview(), and at least the length of the body's JSON text (what the queue bound
-    counts). The walk's bound spares encoding the body just to measure it; only a body
-    that may be over the limit is encoded here, to be cut."""
+    """preview(), at least the length of the body's JSON text (what the queue bound
+    counts), and whether the body was cut (the event then says so: input_truncated,
+    output_truncated). The walk's bound spares encoding the body just to measure it;
+    only a body that may be over the limit is encoded here, to be cut."""
     try:
         flat = _flat(value, limit)
         if flat is not None and flat[1] <= limit:
-            return flat[0], None, flat[1]
+            return flat[0], None, flat[1], False
         walk = _Walk(limit)
         body = walk.value(value, 0)
         t = type(body)
         if t is str or walk.size <= limit:  # an upper bound: fits without measuring
-            return body, None, walk.size
+            return body, None, walk.size, walk.cut
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         if len(text) > limit:
             # A cut document is no longer JSON: keep its head as text.
             cut = text[:limit] + "…"
-            return cut, None, len(json.dumps(cut, ensure_ascii=False))
-        return body, None, len(text)
+            return cut, None, len(json.dumps(cut, ensure_ascii=False)), True
+        return body, None, len(text), walk.cut
     except NoJSONForm as exc:
-        text = _as_repr(value, limit)
-        return text, str(exc), len(text) + 2
+        text, cut = _as_repr(value, limit)
+        return text, str(exc), len(text) + 2, cut
     except Exception as exc:  # a broken __len__/__getitem__/items in user code
-        text = _as_repr(value, limit)
-        return text, "%s while serializing: %s" % (type(exc).__name__, exc), len(text) + 2
+        text, cut = _as_repr(value, limit)
+        return text, "%s while serializing: %s" % (type(exc).__name__, exc), len(text) + 2, cut
 
 
 def _as_repr(value, limit):
@@ -286,7 +296,34 @@ def _as_repr(value, limit):
     except Exception as exc:
         text = "<%s: repr failed with %s>" % (type(value).__name__, type(exc).__name__)
     text = redact_text(text)
-    return text if len(text) <= limit else text[:limit] + "…"
+    return (text, False) if len(text) <= limit else (text[:limit] + "…", True)
+
+
+def traceback_preview(exc, limit=DEFAULT_LIMIT):
+    """The exception's formatted traceback, redacted and at most about `limit`
+    characters; None for an exception that was never raised. A long one keeps its end,
+    the innermost frames and the exception itself (where it failed), and says at its
+    start how much was cut."""
+    tb = getattr(exc, "__traceback__", None)
+    if tb is None:
+        return None
+    try:
+        text = "".join(traceback.format_exception(type(exc), exc, tb))
+    except Exception:  # an exception whose str() fails, say
+        return None
+    total = len(text)
+    # Redaction runs on a bounded tail; the final cut drops its head, so a secret split
+    # by the first cut is dropped with it.
+    text = redact_text(text[-4 * limit:])
+    if len(text) <= limit:
+        return text
+    marker = "… [traceback cut from {:,} characters: the outer frames are left out]\n".format(
+        total)
+    tail = text[-max(0, limit - len(marker)):]
+    start = tail.find("\n")
+    if 0 <= start < len(tail) // 2:  # begin on a whole line
+        tail = tail[start + 1:]
+    return marker + tail
 
 
 def message_preview(exc, limit=DEFAULT_LIMIT):

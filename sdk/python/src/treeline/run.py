@@ -12,6 +12,7 @@ import threading
 import time
 
 from . import decorate, redact
+from .config import DEFAULT_URL, resolve
 from .context import current_span_var, session_var, step_var
 from .delivery import COUNTERS, ON_FULL, Sender
 from .ids import check_id, coin, new_run_id, new_trace_id
@@ -25,7 +26,6 @@ from .vocab import (OPEN_KINDS, check_capture, check_non_negative,
 
 log = logging.getLogger("treeline")
 
-DEFAULT_URL = "http://127.0.0.1:3000"  # what `treeline serve` listens on by default
 _TRUE = ("1", "true", "yes", "on")
 
 _runs = []  # every run of this process, for the exit handler
@@ -100,11 +100,13 @@ class Run(_Parent):
         self._next_step = 0
         # Passing run_id joins a run another process may own: do not finish it at exit.
         self.finish_on_exit = (run_id is None) if finish_on_exit is None else finish_on_exit
-        self.url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
-        if self._inert:
+        if self._inert:  # nothing will be sent: the URL and key are not used, nor checked
+            self.url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
             self._sender = None
             return
-        api_key = api_key or os.environ.get("TREELINE_API_KEY") or None
+        # A URL or key that cannot work raises here, at setup, rather than losing the
+        # run's data on the sender thread later.
+        self.url, api_key = resolve(url, api_key)
         redact.add_known_secret(api_key)
         spool_dir = spool_dir or os.environ.get("TREELINE_SPOOL_DIR") or default_spool_dir()
         self.spool_dir = os.path.join(spool_dir, self.run_id)
@@ -248,6 +250,14 @@ class Run(_Parent):
         if self._sender is not None:
             self._sender.counters[name] += n
 
+    def _note(self, counter, kind, message, *args):
+        """A value stored otherwise than given, or dropped: counted, and said once per
+        run and kind of change."""
+        if self._sender is not None:
+            self._sender.counters[counter] += 1
+            self._sender.say_once("value:" + kind, message + " (said once per run; "
+                                  "run.counters()[%r] counts them)", *args, counter)
+
     # -- metrics and lifecycle ----------------------------------------------------------
 
     def log_metrics(self, metrics, step=None):
@@ -264,8 +274,12 @@ class Run(_Parent):
         self._next_step = step + 1
         ts = time.time_ns() // 1000
         points = []
+        if not hasattr(metrics, "items"):
+            self._note("dropped_values", "metrics", "log_metrics takes a mapping of metric "
+                       "names to numbers, got %s; ignored", type(metrics).__name__)
+            return
         for key, value in metrics.items():
-            value = metric_value(key, value)
+            value = metric_value(key, value, self._note)
             if value is not None:
                 points.append({"key": key, "step": step, "value": value, "ts": ts})
         if points:
@@ -299,11 +313,14 @@ class Run(_Parent):
         return self._sender.dropped if self._sender else 0
 
     def counters(self):
-        """What was lost or held up, as a dict: dropped_spans, dropped_points (queue
-        full), dropped_attributes (past 256 on a span), blocked_seconds and
-        block_timeouts (on_full="block"), rejected (events and points the
-        server refused), refused_requests, server_warnings; and the spool's
-        spool_dropped and set_aside."""
+        """What was lost, changed or held up, as a dict: dropped_spans, dropped_points
+        (queue full), dropped_attributes (past 256 on a span, or a name that cannot be
+        used), dropped_values (NaN, infinity and what is not a number, in attributes and
+        metrics), converted_attributes (stored as dotted names, JSON text or repr),
+        cut_attributes (strings over 64 KiB), blocked_seconds and block_timeouts
+        (on_full="block"), rejected (events and points the server refused),
+        refused_requests, server_warnings, sender_dropped (lost to a fault of the
+        sender); and the spool's spool_dropped and set_aside."""
         if self._sender is None:
             out = dict.fromkeys(COUNTERS, 0)
             out.update(spool_dropped=0, set_aside=0)
@@ -315,8 +332,11 @@ class Run(_Parent):
 
     def _report_losses(self):
         c = self.counters()
+        if self._sender.refused:  # refused requests were kept, not lost: said apart
+            c["refused_requests"] = 0
         lost = ["%d %s" % (c[k], k.replace("_", " ")) for k in
-                ("dropped_spans", "dropped_points", "dropped_attributes", "rejected", "refused_requests", "spool_dropped") if c[k]]
+                ("dropped_spans", "dropped_points", "dropped_attributes", "dropped_values",
+                 "rejected", "refused_requests", "spool_dropped", "sender_dropped") if c[k]]
         if lost and lost != self._reported:
             self._reported = lost
             log.warning("treeline: run %s lost data: %s (run.counters() has the details)",
@@ -346,7 +366,12 @@ class Run(_Parent):
             self._sender.hurry_up()  # out of patience: whatever is left goes to disk
             delivered = self._sender.flush(5.0)
         self._report_losses()
-        if not delivered:
+        if not delivered and self._sender.refused:
+            log.warning("treeline: run %s: the server refused this run's key (HTTP %d); its "
+                        "data waits in %s: send it with a write key: TREELINE_API_KEY=<a write "
+                        "key> treeline-sync %s", self.run_id, self._sender.refused[0],
+                        self.spool_dir, self.spool_dir)
+        elif not delivered:
             log.warning("treeline: run %s: some data could not be sent and waits in %s; "
                         "send it later with: treeline-sync %s", self.run_id, self.spool_dir,
                         self.spool_dir)
@@ -369,7 +394,9 @@ def init(project, name=None, config=None, *, url=None, api_key=None, run_id=None
     """Starts (or, with run_id, joins) a run. TREELINE_URL and TREELINE_API_KEY come
     from the environment when not given; TREELINE_DISABLED=1 switches tracing off
     (metrics still flow) and TREELINE_OFF=1 switches everything off.
-    Never contacts the server in this call: the run is created by the background sender."""
+    Never contacts the server in this call: the run is created by the background sender.
+    Raises ValueError, saying what to write instead, for a URL or key that cannot work:
+    the one mistake the SDK raises for outside the API's own misuse."""
     run = Run(project, name, config, url=url, api_key=api_key, run_id=run_id, **options)
     _default[0] = run
     return run

@@ -8,7 +8,6 @@ it runs, and every turn stays a trace of its own."""
 import threading
 import time
 
-from .attrs import check_attributes
 from .context import reset, session_var, step_var
 from .ids import coin, new_trace_id
 from .span import NoopSpan, Span, status_for
@@ -53,7 +52,6 @@ class Session:
                               threading.current_thread().name, capture or run.capture,
                               attributes, inputs, metrics, None)
         else:
-            check_attributes(attributes)
             self._root = NoopSpan(run, None, name, "session")
             if inputs is not None:
                 self._root.set_input(inputs)

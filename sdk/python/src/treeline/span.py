@@ -6,12 +6,12 @@ import math
 import threading
 import time
 
-from .attrs import MAX_ATTRIBUTES, check_attribute, check_attributes
+from .attrs import MAX_ATTRIBUTES, attribute_items, check_attributes, is_plain, process_note
 from .context import attributes_var, current_span_var, reset, step_var
 from .delivery import warn_limited
 from .eventtext import close_text, open_text
 from .ids import check_id, new_span_id
-from .preview import message_preview, sized_preview
+from .preview import message_preview, sized_preview, traceback_preview
 from .vocab import OPEN_KINDS, check_capture, check_non_negative, check_open_kind, check_status
 
 _now_ns = time.time_ns
@@ -158,7 +158,7 @@ class Span(_Parent, _Bodies):
                  "rank", "thread_id", "capture", "ordinal", "_attrs", "_input", "_input_size",
                  "_output", "_output_size", "_error", "_close_attrs", "_metrics", "_links",
                  "_tokens", "_status", "_state", "_token", "_prev", "_bodies", "_open",
-                 "_nattrs", "_kids")
+                 "_nattrs", "_kids", "_cut")
 
     def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
                  capture, attributes, inputs, metrics, links, ordinal=0):
@@ -190,7 +190,7 @@ class Span(_Parent, _Bodies):
         self._kids = itertools.count()
         ambient = attributes_var.get()
         if attributes:
-            attrs = check_attributes(attributes)
+            attrs = check_attributes(attributes, run._note) or {}
             if ambient:
                 merged = dict(ambient)
                 merged.update(attrs)
@@ -212,13 +212,19 @@ class Span(_Parent, _Bodies):
         self._token = self._prev = None
         self._open = None  # (open event, queue generation) while the open may be patched
         self._bodies = 0
+        self._cut = 0  # 1: the input was cut by the preview, 2: the output
         if inputs is not None:
             self._bodies = 1
             if capture == "preview":
-                self._input, self._input_size = self._body(inputs, "input", True)
+                self._input, self._input_size, cut = self._body(inputs, "input", True)
+                self._cut = cut
         if metrics:
-            for k, v in metrics.items():
-                self.log_metric(k, v)
+            if hasattr(metrics, "items"):
+                for k, v in metrics.items():
+                    self.log_metric(k, v)
+            else:
+                run._note("dropped_values", "metrics", "span %r: metrics= must be a mapping, "
+                          "got %s; ignored", name, type(metrics).__name__)
         if links:
             for link in links:
                 self.add_link(link)
@@ -268,6 +274,8 @@ class Span(_Parent, _Bodies):
             ev["attributes"] = self._attrs
         if self._input is not None:
             ev["input"] = self._input
+            if self._cut & 1:
+                ev["input_truncated"] = True
         return ev
 
     def __enter__(self):
@@ -311,8 +319,12 @@ class Span(_Parent, _Bodies):
         extra = []
         if self._output is not None:
             extra.append(("output", self._output))
+            if self._cut & 2:
+                extra.append(("output_truncated", True))
         if self._input is not None and self._bodies & 4:
             extra.append(("input", self._input))  # recorded after the open had left
+            if self._cut & 1:
+                extra.append(("input_truncated", True))
         if self._error is not None:
             extra.append(("error", self._error))
         if self.parent_span_id is None and run._trace_drops:
@@ -361,16 +373,22 @@ class Span(_Parent, _Bodies):
         if self.capture != "preview":
             return self
         if bit == 2:
-            self._output, self._output_size = self._body(value, "output", False)
+            self._output, self._output_size, cut = self._body(value, "output", False)
+            if cut:
+                self._cut |= 2
             return self
-        body, size = self._body(value, "input", self._state == 0)
+        body, size, cut = self._body(value, "input", self._state == 0)
         self._input, self._input_size = body, size
-        if self._state == 1 and not self.run._sender.patch(self._open, "input", body, size):
+        if cut:
+            self._cut |= 1
+        fields = [("input", body), ("input_truncated", True)] if cut else [("input", body)]
+        if self._state == 1 and not self.run._sender.patch(self._open, fields, size):
             self._bodies |= 4  # the open has left: the input rides the close
         return self
 
     def _body(self, value, which, on_open):
-        body, error, size = sized_preview(value, self.run.preview_limit)
+        """(body, size, 1 when the preview cut it, else 0)."""
+        body, error, size, cut = sized_preview(value, self.run.preview_limit)
         if error is not None:
             message = "%s: %s; sent as its repr" % (which, error)
             if on_open:
@@ -378,45 +396,59 @@ class Span(_Parent, _Bodies):
                 self._attrs["serialization_error"] = message
             else:
                 self.set_attribute("serialization_error", message)
-        return body, size
+        return body, size, 1 if cut else 0
 
     def record_exception(self, exc):
-        """Records an exception's type, and its redacted message under preview."""
+        """Records an exception's type; under preview also its redacted message and
+        traceback (the innermost frames of about 8 KiB)."""
         if exc is None:
             return self
         error = {"type": type(exc).__name__}
         if self.capture == "preview":
-            error["message"] = message_preview(exc, self.run.preview_limit)
+            limit = self.run.preview_limit
+            error["message"] = message_preview(exc, limit)
+            tb = traceback_preview(exc, limit)
+            if tb is not None:
+                error["traceback"] = tb
         self._error = error
         return self
 
     def set_attribute(self, name, value):
-        value = check_attribute(name, value)
+        """Never raises: a value the server cannot store as given is flattened, written
+        as text, cut or dropped, said once per run and counted (run.counters())."""
+        if is_plain(name, value):
+            self._set(name, value)
+        else:
+            for n, v in attribute_items(name, value, self.run._note):
+                self._set(n, v)
+        return self
+
+    def _set(self, name, value):
         close = self._close_attrs
         if close is None:
             close = self._close_attrs = {}
         elif name in close:
             close[name] = value
-            return self
+            return
         if not (self._attrs and name in self._attrs):  # set on open too: counts once
             if self._nattrs >= MAX_ATTRIBUTES:
                 self.run._count("dropped_attributes")
                 self.run._sender.say_once("attributes", "span %r: attribute %r dropped; a "
                                           "span keeps its first %d attributes", self.name,
                                           name, MAX_ATTRIBUTES)
-                return self
+                return
             self._nattrs += 1
         close[name] = value
-        return self
 
     def set_attributes(self, attributes):
-        for name, value in attributes.items():
-            self.set_attribute(name, value)
+        for name, value in (check_attributes(attributes, self.run._note) or {}).items():
+            self._set(name, value)
         return self
 
     def log_metric(self, key, value):
-        """A number about this span (sent with its close); NaN and infinity are skipped."""
-        value = metric_value(key, value)
+        """A number about this span (sent with its close); NaN and infinity, and what is
+        not a number, are dropped with a warning and counted."""
+        value = metric_value(key, value, self.run._note)
         if value is not None:
             if self._metrics is None:
                 self._metrics = {}
@@ -506,8 +538,6 @@ class NoopSpan(_Parent, _Bodies):
 
     def __init__(self, run=None, attributes=None, name=None, kind=None, lost=None,
                  inputs=None):
-        if attributes:
-            check_attributes(attributes)  # programming errors raise whether sampled or not
         self.run = run
         self.name = name
         self.kind = kind
@@ -552,11 +582,9 @@ class NoopSpan(_Parent, _Bodies):
         return self
 
     def set_attribute(self, name, value):
-        check_attribute(name, value)
         return self
 
     def set_attributes(self, attributes):
-        check_attributes(attributes)
         return self
 
     def log_metric(self, key, value):
@@ -617,23 +645,29 @@ def status_for(exc_type):
     return "interrupted"  # KeyboardInterrupt, SystemExit
 
 
-def metric_value(key, value):
-    """The number to send, or None for NaN and infinity (JSON cannot carry them; a
-    diverging loss is data, not a bug, so it is skipped with a warning)."""
+def metric_value(key, value, note=process_note):
+    """The number to send, or None: for NaN and infinity (JSON cannot carry them; a
+    diverging loss is data, not a bug), for a value that is not a number, and for a key
+    that is not a string of 1-256 characters. Each is dropped with a note (counted in
+    dropped_values, said once per run): a metric call must not end a training job."""
     if type(key) is not str or not key or len(key) > 256:
-        raise TypeError("metric keys must be strings of 1-256 characters, got %r" % (key,))
+        note("dropped_values", "metric_key", "a metric key must be a string of 1-256 "
+             "characters, got %s; its value was dropped", repr(key)[:80])
+        return None
     if type(value) is not float:
         if type(value) is int:
             return value
-        if isinstance(value, (str, bytes)) or value is None:
-            raise TypeError("metric %r must be a number, got %s" % (key, type(value).__name__))
         try:
+            if isinstance(value, (str, bytes)) or value is None:
+                raise TypeError
             value = float(value)  # bool, numpy scalars, 0-d tensors
-        except (TypeError, ValueError):
-            raise TypeError("metric %r must be a number, got %s"
-                            % (key, type(value).__name__)) from None
+        except Exception:
+            note("dropped_values", "metric_type", "metric %r is a %s, not a number; dropped",
+                 key, type(value).__name__)
+            return None
     if not math.isfinite(value):
-        warn_limited("nonfinite", "metric %r is %r; skipped", key, value)
+        note("dropped_values", "metric_nonfinite", "metric %r is %r: JSON has no NaN or "
+             "infinity, so it was dropped", key, value)
         return None
     return value
 

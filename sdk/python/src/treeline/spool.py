@@ -11,14 +11,15 @@ import os
 import threading
 import time
 
-from .transport import Unreachable, retryable
+from .transport import REFUSED, Unreachable, retryable
 
 log = logging.getLogger("treeline")
 SUFFIX = ".tlspool"
-# A spooled request the server answers but will not take (a 5xx it keeps giving, a
-# revoked key's 401) is set aside after this many answers, or this long after the
-# first, so one poison batch cannot hold back everything behind it. No answer at all
-# (the server down) never counts: that data waits for as long as it takes.
+# A spooled request the server answers but will not take (a 5xx it keeps giving) is
+# set aside after this many answers, or this long after the first, so one poison batch
+# cannot hold back everything behind it. No answer at all (the server down) never
+# counts, nor does a refused key (401, 403: the batch is fine, the key is not, and a
+# new key sends it): that data waits for as long as it takes.
 MAX_ANSWERED_TRIES = 20
 MAX_ANSWERED_AGE_S = 3600.0
 
@@ -41,6 +42,8 @@ class Spool:
         self.bytes = sum(size for _, size in _listing(directory))
         self.dropped = 0
         self.set_aside = 0
+        self.refused = None  # (status, payload) of the refusal that stopped the last replay
+        self.error = None  # the unexpected exception that stopped the last replay
 
     def pending(self):
         return [path for path, _ in _listing(self.dir)]
@@ -79,12 +82,18 @@ class Spool:
 
     def replay(self, transport, handle=None):
         """Sends spooled requests oldest first. Stops at the first one the server cannot
-        take yet. Returns (sent, remaining)."""
+        take yet, or refuses the key for (`refused` then holds the answer). Returns
+        (sent, remaining)."""
         files = self.pending()
         sent = 0
+        self.refused = self.error = None
         for i, path in enumerate(files):
-            outcome = replay_file(path, transport, handle)
-            if outcome == "wait":
+            outcome, why = replay_file(path, transport, handle)
+            if outcome in ("wait", "refused", "error"):
+                if outcome == "refused":
+                    self.refused = why
+                elif outcome == "error":
+                    self.error = why
                 return sent, len(files) - i
             if outcome == "sent":
                 sent += 1
@@ -104,25 +113,32 @@ def read_file(path):
 
 
 def replay_file(path, transport, handle=None):
-    """'sent', 'rejected' (the server refused it for good; kept as .rejected for a
-    person to look at), 'poison' (answered with a retryable error too often or too
-    long; also kept as .rejected), 'gone' (another process replayed it) or 'wait'."""
+    """(outcome, why). The outcome is 'sent', 'rejected' (the server refused it for
+    good; kept as .rejected for a person to look at), 'poison' (answered with a
+    retryable error too often or too long; also kept as .rejected), 'gone' (another
+    process replayed it), 'wait', 'refused' (the key was refused: the file stays for a
+    new key; why is (status, payload)) or 'error' (sending failed for another reason
+    than the network: the file stays; why is the exception)."""
     try:
         _, req = read_file(path)
     except FileNotFoundError:
-        return "gone"
+        return "gone", None
     except (OSError, ValueError, KeyError) as err:
         log.warning("treeline: unreadable spool file %s (%s); set aside", path, err)
         _set_aside(path)
-        return "rejected"
+        return "rejected", None
     try:
         status, payload = transport.send(req.method, req.path, req.body, req.encoding, req.key)
     except Unreachable:
-        return "wait"
+        return "wait", None
+    except Exception as err:  # not the network: keep the file, and say why
+        return "error", err
+    if status in REFUSED:
+        return "refused", (status, payload)
     if retryable(status):
         tries, first = _count_answer(path)
         if tries < MAX_ANSWERED_TRIES and time.time() - first < MAX_ANSWERED_AGE_S:
-            return "wait"
+            return "wait", None
         err = (payload or {}).get("error", {}) if isinstance(payload, dict) else {}
         log.warning("treeline: the server answered a spooled %s batch with HTTP %d (%s) "
                     "%d times since %s; set aside as %s so the rest can go",
@@ -130,18 +146,18 @@ def replay_file(path, transport, handle=None):
                     time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first)),
                     path[: -len(SUFFIX)] + ".rejected")
         _set_aside(path)
-        return "poison"
+        return "poison", None
     if handle is not None:
         handle(req, status, payload)
     if status >= 400:
         _set_aside(path)
-        return "rejected"
+        return "rejected", None
     for done in (path, path + ".tries"):
         try:
             os.remove(done)
         except FileNotFoundError:
             pass
-    return "sent"
+    return "sent", None
 
 
 def _count_answer(path):

@@ -21,7 +21,7 @@ import time
 
 from .client import ApiError, _error_for
 from .ids import check_id, new_key
-from .run import DEFAULT_URL
+from .config import resolve
 from .transport import Transport, Unreachable, _dumps, compress, pick_encoding
 
 FORMAT = "treeline.span.v1"
@@ -118,8 +118,7 @@ def import_spans(source, url=None, api_key=None, run_id=None, *, timeout=30.0):
     harmless."""
     if run_id is not None:
         check_id(run_id, "run_id")
-    url = (url or os.environ.get("TREELINE_URL") or DEFAULT_URL).rstrip("/")
-    api_key = api_key or os.environ.get("TREELINE_API_KEY") or None
+    url, api_key = resolve(url, api_key)
     importer = _Importer(Transport(url, api_key, timeout), run_id)
     for number, record in _records(source):
         importer.line(number, record)

@@ -167,6 +167,19 @@ def retry_after(value):
         return None
 
 
+# The server refused the key (none, a wrong or revoked one, a read key, a key of another
+# project): the same request with the same key never succeeds, but a new key can send it.
+REFUSED = (401, 403)
+
+
 def retryable(status):
-    """Statuses after which the same request may succeed later."""
-    return status >= 500 or status in (401, 403, 408, 425, 429)
+    """Statuses after which the same request, with the same key, may succeed later."""
+    return status >= 500 or status in (408, 425, 429)
+
+
+def refusal(payload):
+    """The code and message of a refusal's answer ({"error": {"code", "message"}})."""
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(err, dict):
+        return "?", ""
+    return str(err.get("code") or "?"), str(err.get("message") or "")
