@@ -313,3 +313,25 @@ test("a trace that lost spans says so in the list, the tree and the inspector", 
   await expect(page.locator(".tree-pane .pane-head")).not.toContainText("lost");
   await expect(inspector).not.toContainText("lost");
 });
+
+// A traceback (the Python SDK's) or a stack trace (an OpenTelemetry exception's) reads
+// as its lines, not as one quoted string full of \n.
+test("a failure's stack trace reads as preformatted lines", async ({ page, request }) => {
+  const run = "e2e-ws-trace";
+  await createRun(request, run, "workspace-e2e", "stack traces");
+  const traceback = 'Traceback (most recent call last):\n  File "train.py", line 12, in step\n    reward = score(out)\nValueError: bad obs';
+  await sendEvents(request, run, [
+    open("tb", "root", null, "failing step", "agent", 1),
+    close("tb", "root", "error", 2, { error: { type: "ValueError", message: "bad obs", traceback } }),
+  ]);
+  await page.goto(`/traces?run_id=${run}&trace_id=tb&span_id=root`);
+  const inspector = page.getByRole("complementary", { name: "Span inspector" });
+  const text = inspector.locator("pre.json-text");
+  await expect(text).toHaveCount(1);
+  await expect(text).toHaveText(traceback);
+  // Each line on a line of its own: the block is as tall as its four lines.
+  const box = (await text.boundingBox())!;
+  const line = await text.evaluate((e) => parseFloat(getComputedStyle(e).fontSize));
+  expect(box.height).toBeGreaterThan(3.5 * line);
+  await page.screenshot({ path: "test-results/stack-trace.png" });
+});

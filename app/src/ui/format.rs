@@ -37,6 +37,15 @@ pub fn children(n: i64) -> String {
     }
 }
 
+/// A trace's number of spans: "1 span", "4,096 spans".
+pub fn spans(n: i64) -> String {
+    if n == 1 {
+        "1 span".into()
+    } else {
+        format!("{} spans", count(n))
+    }
+}
+
 /// A count with thousands separated: 100,000.
 pub fn count(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
@@ -189,6 +198,12 @@ pub fn now_us() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_span_is_no_spans() {
+        assert_eq!(spans(1), "1 span");
+        assert_eq!(spans(4096), "4,096 spans");
+    }
 
     #[test]
     fn a_share_reads_as_a_whole_percent() {

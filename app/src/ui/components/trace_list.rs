@@ -203,7 +203,7 @@ fn TraceRow(
                     <span class="run">{t.run_name.clone()}</span>
                     {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
                     <span class="kinds">{kinds}</span>
-                    <span>{format!("{} spans", t.span_count)}</span>
+                    <span>{format::spans(t.span_count)}</span>
                     {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
                     {dropped_spans(&t.attributes).map(|n| view! {
                         <span class="bad" title=DROPPED_TITLE>{format::dropped(n)}</span>

@@ -294,7 +294,7 @@ fn RunTraceRow(t: TraceSummary, differ: Memo<Vec<String>>) -> impl IntoView {
                 {t.step.map(|s| view! { <span class="step">{format!("step {s}")}</span> })}
                 {move || caption().map(|c| view! { <span class="attrs">{c}</span> })}
                 <span class="kinds">{kinds}</span>
-                <span class="spans">{format!("{} spans", t.span_count)}</span>
+                <span class="spans">{format::spans(t.span_count)}</span>
                 {(t.error_count > 0).then(|| view! { <span class="bad">{format!("{} failed", t.error_count)}</span> })}
                 <span class="duration">{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
                 <span class="updated" title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>

@@ -157,7 +157,7 @@ fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
             <strong class="grow" title=name.clone()>{name.clone()}</strong>
             {move || (trace.with(|t| t.status) == SpanStatus::Running)
                 .then(|| view! { <span class="live" title="refreshing while the trace runs">"live"</span> })}
-            <span class="muted">{move || format!("{} spans", trace.with(|t| t.span_count))}</span>
+            <span class="muted">{move || format::spans(trace.with(|t| t.span_count))}</span>
             {move || trace.with(|t| dropped_spans(&t.attributes)).map(|n| view! {
                 <span class="bad" title=DROPPED_TITLE>{format::dropped(n)}</span>
             })}
