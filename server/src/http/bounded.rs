@@ -15,8 +15,9 @@ use super::error::{ApiError, ApiResult};
 /// The most JSON values (objects, lists, keys and scalars) one request may hold.
 pub const MAX_JSON_VALUES: usize = 1_000_000;
 /// What one decoded value may take in memory, at most: a `serde_json::Value` (80
-/// bytes with ordered maps) or a map entry (120), with a growing list's slack.
-pub const VALUE_BYTES: usize = 128;
+/// bytes with ordered maps) or a map entry (120), twice over for a growing list's
+/// spare room and its copy when it grows.
+pub const VALUE_BYTES: usize = 256;
 
 /// The values a JSON text holds, counted without decoding it: one, plus one for
 /// every container opened and every `,` and `:` outside strings, each of which
@@ -59,6 +60,15 @@ fn string_end(bytes: &[u8], mut at: usize) -> usize {
 /// Counts the body's values and takes their decoded size from the write budget:
 /// `413 too_many_values` past [`MAX_JSON_VALUES`], 503 when the budget has no room.
 pub fn charge_json(bytes: &[u8]) -> ApiResult<()> {
+    let decoded = decoded_size(bytes, VALUE_BYTES)?;
+    super::budget::take(decoded)
+}
+
+/// The most a JSON body decodes to, its values counted without decoding it, each at
+/// most `value_bytes` (at least [`VALUE_BYTES`]: types of their own, such as an OTLP
+/// span decoded from `{}`, are larger); `413 too_many_values` past
+/// [`MAX_JSON_VALUES`].
+pub fn decoded_size(bytes: &[u8], value_bytes: usize) -> ApiResult<usize> {
     let values = count_values(bytes, MAX_JSON_VALUES);
     if values > MAX_JSON_VALUES {
         return Err(ApiError::TooLarge {
@@ -69,7 +79,7 @@ pub fn charge_json(bytes: &[u8]) -> ApiResult<()> {
             ),
         });
     }
-    super::budget::take(values.saturating_mul(VALUE_BYTES))
+    Ok(values.saturating_mul(value_bytes.max(VALUE_BYTES)))
 }
 
 /// Why a list body did not decode.

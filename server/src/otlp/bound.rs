@@ -190,6 +190,17 @@ pub fn too_large() -> ApiError {
     }
 }
 
+/// Refuses an OTLP/JSON request that would decode to more than [`MAX_DECODED_BYTES`],
+/// and takes its decoded size from the write budget. Any value of it may decode to a
+/// span (`{}` in a list of spans), so each is weighed as one, with its mapped events.
+pub fn charge_json(bytes: &[u8]) -> ApiResult<()> {
+    let decoded = crate::http::bounded::decoded_size(bytes, MAPPED_COPIES * size_of::<Span>())?;
+    if decoded > MAX_DECODED_BYTES {
+        return Err(too_large());
+    }
+    crate::http::budget::take(decoded)
+}
+
 /// Refuses a protobuf request past its bounds and takes its decoded size from the
 /// write budget. A body that does not walk is left for prost to name its fault.
 pub fn charge_protobuf(bytes: &[u8]) -> ApiResult<()> {
@@ -241,6 +252,22 @@ mod tests {
             Err(Refusal::TooManySpans)
         );
         assert!(weigh_protobuf(&request(MAX_OTLP_SPANS, 0)).is_ok());
+    }
+
+    #[test]
+    fn otlp_json_weighs_each_value_as_a_span() {
+        let spans = |n: usize| {
+            let items = vec!["{}"; n].join(",");
+            format!(r#"{{"resourceSpans":[{{"scopeSpans":[{{"spans":[{items}]}}]}}]}}"#)
+        };
+        assert!(charge_json(spans(1_000).as_bytes()).is_ok());
+        let per_value = MAPPED_COPIES * size_of::<Span>();
+        let over = MAX_DECODED_BYTES / per_value / 2 + 1_000;
+        let err = charge_json(spans(over).as_bytes()).map_err(|e| e.to_string());
+        assert!(
+            err.is_err_and(|e| e.contains("decodes to more than")),
+            "{over}"
+        );
     }
 
     #[test]

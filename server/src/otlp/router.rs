@@ -117,7 +117,7 @@ async fn handle(
     let bytes = body::read(headers, raw).await?;
     match format {
         Format::Protobuf => bound::charge_protobuf(&bytes)?,
-        Format::Json => crate::http::bounded::charge_json(&bytes)?,
+        Format::Json => bound::charge_json(&bytes)?,
     }
     let request = decode::request(format, &bytes)?;
     drop(bytes);

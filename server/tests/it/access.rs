@@ -376,17 +376,8 @@ async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_it() {
     assert_eq!(elsewhere.location(), "/");
 
     // Behind a TLS proxy the cookie is Secure.
-    let form = format!("key={BOOT}&next=%2F");
     let proxied = app
-        .call(
-            "POST",
-            "/login",
-            &[
-                ("content-type", "application/x-www-form-urlencoded"),
-                ("x-forwarded-proto", "https"),
-            ],
-            Body::from(form),
-        )
+        .sign_in_with(BOOT, "/", &[("x-forwarded-proto", "https")])
         .await;
     assert!(proxied.headers["set-cookie"]
         .to_str()

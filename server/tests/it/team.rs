@@ -138,20 +138,24 @@ impl Team {
 
     /// Signs in with `key`; answers the session cookie (`name=value`).
     pub(crate) async fn sign_in(&self, key: &str, next: &str) -> Reply {
+        self.sign_in_with(key, next, &[("origin", ORIGIN)]).await
+    }
+
+    /// Signs in with `key` and these headers besides the form's type (an Origin, a
+    /// proxy's X-Forwarded-Proto).
+    pub(crate) async fn sign_in_with(
+        &self,
+        key: &str,
+        next: &str,
+        headers: &[(&str, &str)],
+    ) -> Reply {
         let form = form_urlencoded::Serializer::new(String::new())
             .append_pair("key", key)
             .append_pair("next", next)
             .finish();
-        self.call(
-            "POST",
-            "/login",
-            &[
-                ("content-type", "application/x-www-form-urlencoded"),
-                ("origin", ORIGIN),
-            ],
-            Body::from(form),
-        )
-        .await
+        let mut all = vec![("content-type", "application/x-www-form-urlencoded")];
+        all.extend_from_slice(headers);
+        self.call("POST", "/login", &all, Body::from(form)).await
     }
 
     /// A run in `project` with one trace of a root and a child span.

@@ -273,18 +273,8 @@ async fn failed_sign_ins_are_throttled_and_the_wait_passes() {
 async fn a_secure_session_cookie_is_a_host_cookie_and_only_it_is_read() {
     let app = team(common::sqlite().await, &[BOOT]);
     let https = ("x-forwarded-proto", "https");
-    let form = format!("key={BOOT}&next=%2F");
     let signed = app
-        .call(
-            "POST",
-            "/login",
-            &[
-                ("content-type", "application/x-www-form-urlencoded"),
-                ("origin", "https://127.0.0.1:3000"),
-                https,
-            ],
-            Body::from(form),
-        )
+        .sign_in_with(BOOT, "/", &[("origin", "https://127.0.0.1:3000"), https])
         .await;
     assert_eq!(signed.status, StatusCode::SEE_OTHER, "{}", signed.body);
     let set = signed.headers["set-cookie"].to_str().unwrap_or_default();
