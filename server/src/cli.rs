@@ -50,7 +50,7 @@ enum BenchCommand {
     /// Read latency (p50/p95) of the hot queries on 1M traces / 10M spans.
     Query(crate::bench::QueryArgs),
     /// Spans per second through OTLP/HTTP protobuf, until stored and visible to queries.
-    Otlp(crate::otlp::bench::OtlpArgs),
+    Otlp(crate::bench::OtlpArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
     /// Latency (p50/p95) of reading a million-span trace: pages of a 100,000-child
@@ -115,27 +115,15 @@ impl Default for ServeArgs {
     }
 }
 
-/// The SQLite database's file name in `--data-dir`.
-pub const SQLITE_FILE: &str = "treeline.db";
-
 /// Opens the store that `--database-url`, or else the SQLite file in `--data-dir`
 /// (created if need be), names: what `serve` and `keys` share.
 pub async fn open_store(
     data_dir: &std::path::Path,
     database_url: Option<&str>,
 ) -> Outcome<(String, Arc<dyn store::Store>)> {
-    let url = database_url.map_or_else(
-        || format!("sqlite:{}", data_dir.join(SQLITE_FILE).to_string_lossy()),
-        str::to_string,
-    );
-    if database_url.is_none() {
-        std::fs::create_dir_all(data_dir)
-            .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
-    }
-    let store = store::open(&url)
+    store::open_in(data_dir, database_url)
         .await
-        .context("cannot open the database")?;
-    Ok((url, store))
+        .context("cannot open the database")
 }
 
 pub fn main() -> ExitCode {
@@ -188,9 +176,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::Otlp(args)) => {
-            runtime.block_on(crate::otlp::bench::otlp(args))
-        }
+        Command::Bench(BenchCommand::Otlp(args)) => runtime.block_on(crate::bench::otlp(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -61,7 +61,7 @@ enum KeysCommand {
 }
 
 pub async fn run_command(args: KeysArgs) -> Outcome {
-    let file = args.data_dir.join(crate::cli::SQLITE_FILE);
+    let file = args.data_dir.join(crate::store::SQLITE_FILE);
     if args.database_url.is_none() && !args.init && !file.exists() {
         return Err(Failure::msg(format!(
             "there is no Treeline database at {}: give the server's --data-dir (or \
@@ -69,7 +69,9 @@ pub async fn run_command(args: KeysArgs) -> Outcome {
             file.display()
         )));
     }
-    let (_, store) = crate::cli::open_store(&args.data_dir, args.database_url.as_deref()).await?;
+    let (_, store) = crate::store::open_in(&args.data_dir, args.database_url.as_deref())
+        .await
+        .context("cannot open the database")?;
     let access = store.access();
     let mut out = std::io::stdout().lock();
     match args.command {

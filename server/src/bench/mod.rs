@@ -5,6 +5,7 @@ mod fleet;
 mod fuzz;
 mod huge;
 mod ingest;
+mod otlp;
 mod query;
 mod rng;
 mod soak;
@@ -13,6 +14,7 @@ pub use compare::{compare, CompareArgs};
 pub use fuzz::{fuzz, FuzzArgs};
 pub use huge::{huge, HugeArgs};
 pub use ingest::{ingest, IngestArgs};
+pub use otlp::{otlp, OtlpArgs};
 pub use query::{query, QueryArgs};
 pub use soak::{soak, SoakArgs};
 

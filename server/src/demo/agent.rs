@@ -6,8 +6,8 @@ use treeline_wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
 
 use super::rng::{round, Rng};
 use super::text::{
-    assistant_with_calls, msg, task, tokens, tool_call, tool_result, Task, SYSTEM_PROMPT, THOUGHTS,
-    VERIFIER_PROMPT,
+    assistant_with_calls, msg, task, tokens, tool_call, tool_result, Task, MODEL, SYSTEM_PROMPT,
+    THOUGHTS, VERIFIER_PROMPT,
 };
 use super::trace::{error, none, TraceWriter, HOUR, MIN, MS, SEC};
 use super::{long, Chunks, Ctx, RunPlan};
@@ -15,7 +15,6 @@ use super::{long, Chunks, Ctx, RunPlan};
 pub(super) const GRPO_RUN: &str = "demo-grpo-agent";
 pub(super) const LIVE_RUN: &str = "demo-live";
 const PROJECT: &str = "demo-agents";
-pub(super) const MODEL: &str = "policy-7b-instruct";
 
 const GRPO_STEPS: i64 = 200;
 const LIVE_STEPS: i64 = 40;

@@ -3,9 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::agent::MODEL;
 use super::rng::{round, Rng};
-use super::text::{assistant_with_calls, msg, tokens, tool_call, MODULE_WORDS};
+use super::text::{assistant_with_calls, msg, tokens, tool_call, MODEL, MODULE_WORDS};
 use super::trace::{error, none, TraceWriter, MS, SEC};
 use super::Chunks;
 

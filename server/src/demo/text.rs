@@ -4,6 +4,9 @@ use serde_json::{json, Value};
 
 use super::rng::{hash, Rng};
 
+/// The policy model the agent runs call, in their config and their spans.
+pub(super) const MODEL: &str = "policy-7b-instruct";
+
 pub(super) const SYSTEM_PROMPT: &str = "You are a careful math assistant. Use the python tool for \
      arithmetic, check your work, and end with 'Final answer: <number>'.";
 

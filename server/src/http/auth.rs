@@ -295,6 +295,14 @@ pub async fn api_door(
     Ok(next.run(request).await)
 }
 
+/// The sign-in page, which the pages' door sends a signed-out browser to.
+pub const LOGIN: &str = "/login";
+
+/// The sign-in page's path for a browser that asked for `asked`.
+pub fn login_path(asked: &str) -> String {
+    format!("{LOGIN}?next={}", treeline_wire::routes::encode(asked))
+}
+
 /// What the pages' door needs: the state, and the site's own files (`public/`, at the
 /// site root), which stay open because the sign-in page uses them.
 #[derive(Clone)]
@@ -336,7 +344,7 @@ pub async fn page_door(State(door): State<PageDoor>, mut request: Request, next:
         }
         Ok(None) => {
             let asked = request.uri().path_and_query().map_or("/", |pq| pq.as_str());
-            Redirect::to(&super::signin::login_path(asked)).into_response()
+            Redirect::to(&login_path(asked)).into_response()
         }
         Err(e) => e.into_response(),
     }

@@ -12,7 +12,7 @@ use treeline_wire::{
 
 use super::auth::Principal;
 use super::error::{ApiError, ApiResult};
-use super::query::{find_trace, span_not_found, Params};
+use super::params::{find_trace, span_not_found, Params};
 use super::AppState;
 use crate::compare::{add_body_differences, align, diff_spans, Aligned};
 use crate::store::ChildNode;

@@ -13,7 +13,7 @@ use treeline_wire::{check_id, ExportedSpan};
 
 use super::auth::Principal;
 use super::error::ApiResult;
-use super::query::{find_run, find_trace, trace_query, Params};
+use super::params::{find_run, find_trace, trace_query, Params};
 use super::AppState;
 use crate::store::{Cursor, Store, StoreResult, TraceQuery};
 

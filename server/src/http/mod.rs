@@ -9,6 +9,7 @@ pub mod error;
 mod export;
 pub mod guard;
 pub mod ingest;
+mod params;
 pub mod query;
 pub mod secret;
 pub mod shed;
@@ -22,8 +23,10 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use axum::routing::get;
 use axum::Router;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+use treeline_wire::routes;
 
 use crate::store::Store;
 
@@ -87,10 +90,17 @@ pub fn router(state: AppState) -> Router {
             shed::shed_writes,
         ))
         .route_layer(RequestBodyTimeoutLayer::new(body::BODY_TIMEOUT));
-    let reads = query::router().route_layer(TimeoutLayer::with_status_code(
-        StatusCode::SERVICE_UNAVAILABLE,
-        shed::READ_TIMEOUT,
-    ));
+    // Every read route, in one place: the handlers share their parameters and
+    // lookups through `params`, and none mounts another's.
+    let reads = query::router()
+        .route(routes::RUN_EXPORT, get(export::export))
+        .route(routes::RUN_ALIGN, get(compare::align_children))
+        .route(routes::RUN_DIFF, get(compare::diff))
+        .route(routes::TRACE_ROLLOUTS, get(compare::rollouts))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            shed::READ_TIMEOUT,
+        ));
     Router::new()
         .merge(writes)
         .merge(reads)

@@ -13,11 +13,10 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::Router;
 
-use super::auth::{self, Via};
+use super::auth::{self, Via, LOGIN};
 use super::error::{ApiError, ApiResult};
 use super::{now_us, secret, AppState};
 
-pub const LOGIN: &str = "/login";
 pub const LOGOUT: &str = "/logout";
 /// How long a session lasts.
 pub const SESSION_TTL_S: i64 = 7 * 24 * 3600;
@@ -29,11 +28,6 @@ pub fn router(state: AppState) -> Router {
         .route(LOGIN, get(login_page).post(login))
         .route(LOGOUT, post(logout))
         .with_state(state)
-}
-
-/// The sign-in page's path for a browser that asked for `asked`.
-pub fn login_path(asked: &str) -> String {
-    format!("{LOGIN}?next={}", treeline_wire::routes::encode(asked))
 }
 
 /// `next` if it is a path on this server, else `/`: never another site (no open
@@ -280,6 +274,7 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::auth::login_path;
     use super::*;
 
     #[test]

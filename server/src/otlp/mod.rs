@@ -4,8 +4,6 @@
 //! and goes through the same validation and storage as the native API.
 
 pub mod attributes;
-#[cfg(feature = "devtools")]
-pub mod bench;
 pub mod bound;
 pub mod decode;
 pub mod mapping;

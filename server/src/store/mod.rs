@@ -63,6 +63,9 @@ pub enum StoreError {
     /// Too much is waiting for the writer; nothing of the request was kept.
     #[error("the server is busy: too many writes are waiting")]
     Overloaded,
+    /// The data directory could not be made.
+    #[error("cannot create the data directory {0}")]
+    DataDir(String, #[source] std::io::Error),
     /// The group writer ended without answering (it panicked, say).
     #[error("the writer stopped before answering")]
     WriterStopped,
@@ -296,6 +299,27 @@ pub trait Idempotency: Send + Sync {
 pub trait Store: Ingest + Idempotency + 'static {
     fn reads(&self) -> &dyn Reads;
     fn access(&self) -> &dyn Access;
+}
+
+/// The SQLite database's file name in a data directory.
+pub const SQLITE_FILE: &str = "treeline.db";
+
+/// Opens the store `database_url` names, or else the SQLite file in `data_dir`
+/// (created, with the directory, if need be); answers its URL too.
+pub async fn open_in(
+    data_dir: &std::path::Path,
+    database_url: Option<&str>,
+) -> StoreResult<(String, std::sync::Arc<dyn Store>)> {
+    let url = match database_url {
+        Some(url) => url.to_string(),
+        None => {
+            std::fs::create_dir_all(data_dir)
+                .map_err(|e| StoreError::DataDir(data_dir.display().to_string(), e))?;
+            format!("sqlite:{}", data_dir.join(SQLITE_FILE).to_string_lossy())
+        }
+    };
+    let store = open(&url).await?;
+    Ok((url, store))
 }
 
 /// Opens the store a `--database-url` names: `sqlite:PATH` or `postgres://…`.

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::body::BodyView;
@@ -11,9 +12,22 @@ use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{span_ref, CompareUrl, SpanRef};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format;
-use crate::ui::pages::compare::{number, Loaded};
 use crate::ui::url::link;
-use treeline_wire::{AlignedRow, BodyDiff, Change, DiffTag, JsonChange, SpanKind, SpanNode};
+use treeline_wire::{
+    AlignedRow, BodyDiff, Change, DiffTag, JsonChange, SpanDetail, SpanKind, SpanNode,
+};
+
+/// One compared span: where it is, and what was read (or why it could not be).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Loaded {
+    pub at: SpanRef,
+    pub span: Result<SpanDetail, ApiError>,
+}
+
+/// The root attribute `key` of a compared span, when it is a number.
+pub(crate) fn number(loaded: &Loaded, key: &str) -> Option<f64> {
+    loaded.span.as_ref().ok()?.attributes.get(key)?.as_f64()
+}
 
 /// Children listed under a column's span before "more not shown".
 const SUBTREE_PAGE: usize = 200;

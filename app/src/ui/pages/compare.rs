@@ -6,22 +6,14 @@
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
-use serde::{Deserialize, Serialize};
 
 use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{CompareUrl, SpanRef, MAX_COLUMNS};
-use crate::ui::components::compare::{AlignedLevel, BodyDiffView, Column, Ranked};
+use crate::ui::components::compare::{number, AlignedLevel, BodyDiffView, Column, Loaded, Ranked};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::distinct;
 use crate::ui::url::link;
 use treeline_wire::SpanDetail;
-
-/// One compared span: where it is, and what was read (or why it could not be).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Loaded {
-    pub at: SpanRef,
-    pub span: Result<SpanDetail, ApiError>,
-}
 
 /// The spans a link names: given, a parent's children, or a step's trace roots.
 async fn resolve(url: CompareUrl) -> Result<Vec<SpanRef>, ApiError> {
@@ -169,11 +161,6 @@ fn CompareBar(url: Memo<CompareUrl>, refs: Vec<SpanRef>, numeric: Vec<String>) -
             })}
         </nav>
     }
-}
-
-/// The root attribute `key` of a compared span, when it is a number.
-pub(crate) fn number(loaded: &Loaded, key: &str) -> Option<f64> {
-    loaded.span.as_ref().ok()?.attributes.get(key)?.as_f64()
 }
 
 /// The attributes holding a number in some column, in the order first seen.

@@ -19,7 +19,7 @@ use prost::Message;
 use serde_json::Value;
 use treeline_client::new_key;
 
-use crate::bench::start_server;
+use super::start_server;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct OtlpArgs {
