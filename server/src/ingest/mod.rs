@@ -4,6 +4,8 @@
 //! transaction.
 
 mod plan;
+#[cfg(test)]
+mod plan_tests;
 mod state;
 
 pub use plan::{plan_batch, Adoption, Loader, Plan, RunDelta, SpanWrite, StepDelta, TraceWrite};
