@@ -16,7 +16,15 @@ pub fn label(value: &Value) -> Option<String> {
     match value {
         Value::String(s) if s.chars().count() <= MAX_VALUE_CHARS => Some(s.clone()),
         Value::Number(n) => Some(match n.as_f64() {
-            Some(f) if n.is_f64() => crate::ui::components::chart::short(f),
+            // Short, but a float stays one: 1.0 as the inspector shows it, not 1.
+            Some(f) if n.is_f64() => {
+                let text = crate::ui::components::chart::short(f);
+                if text.contains(['.', 'e']) || !f.is_finite() {
+                    text
+                } else {
+                    format!("{text}.0")
+                }
+            }
             _ => n.to_string(),
         }),
         Value::Bool(b) => Some(b.to_string()),
@@ -114,7 +122,7 @@ mod tests {
         assert_eq!(keys(rows.iter(), 1), ["reward"]);
         assert_eq!(
             caption(&rows[0], &["sample".into(), "reward".into(), "gone".into()]),
-            "sample 0 · reward 1 · gone —"
+            "sample 0 · reward 1.0 · gone —"
         );
         assert!(
             keys(rows[..1].iter(), 3).is_empty(),
