@@ -10,6 +10,8 @@ pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 pub const MAX_ATTRIBUTES: usize = 256;
 pub const MAX_ATTRIBUTE_BYTES: usize = 64 * 1024;
 pub const MAX_NAME_CHARS: usize = 1024;
+/// An attribute's name, in bytes.
+pub const MAX_ATTRIBUTE_NAME_BYTES: usize = 256;
 
 /// Attribute names that are a span's own fields: dropped with a warning.
 pub const RESERVED_ATTRIBUTES: &[&str] = &[
@@ -491,10 +493,10 @@ fn attributes<F: Fields>(
 /// Attribute values are a bool, a number, a string or a list of strings, each at most
 /// 64 KiB.
 pub fn check_attribute(name: &str, value: &Value) -> Result<(), Invalid> {
-    if name.is_empty() || name.len() > 256 {
+    if name.is_empty() || name.len() > MAX_ATTRIBUTE_NAME_BYTES {
         return Err(Invalid::new(
             "invalid_attribute",
-            "attribute names must be 1-256 bytes",
+            format!("attribute names must be 1-{MAX_ATTRIBUTE_NAME_BYTES} bytes"),
         ));
     }
     let size = match value {

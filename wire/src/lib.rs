@@ -8,6 +8,7 @@ pub mod limits;
 pub mod routes;
 
 mod compare;
+pub mod contract;
 mod dates;
 mod events;
 mod export;

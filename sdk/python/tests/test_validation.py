@@ -1,15 +1,27 @@
 """Programming errors (a kind, a status, a step) raise in the caller's code, whatever
 sampling decided; values recorded (attributes, metrics) never do."""
 
+import json
+import pathlib
+
 import pytest
 
 import treeline as tl
+from treeline import attrs, vocab
+
+# The contract crate's own vocabularies and limits (wire/src/contract.rs keeps it).
+CONTRACT = json.loads((pathlib.Path(__file__).resolve().parents[3] / "wire" / "contract.json")
+                      .read_text())
 
 
-def test_kind_vocabulary_matches_the_contract():
-    assert len(tl.KINDS) == 19
-    assert {"rollout", "env_step", "model", "tool", "thought", "agent", "iteration",
-            "function", "session", "custom"} <= set(tl.KINDS)
+def test_vocabularies_and_limits_are_the_contract_crates():
+    assert set(tl.KINDS) == set(CONTRACT["span_kinds"])
+    assert set(vocab.SPAN_STATUSES) == set(CONTRACT["close_statuses"])
+    assert set(vocab.RUN_STATUSES) == set(CONTRACT["finish_statuses"])
+    assert attrs.RESERVED_ATTRIBUTES == frozenset(CONTRACT["reserved_attributes"])
+    assert attrs.MAX_ATTRIBUTES == CONTRACT["max_attributes"]
+    assert attrs.MAX_VALUE_BYTES == CONTRACT["max_attribute_bytes"]
+    assert attrs.MAX_NAME_BYTES == CONTRACT["max_attribute_name_bytes"]
 
 
 def test_unknown_kind_raises_and_names_the_valid_ones(make_run):
