@@ -3,6 +3,7 @@
 //! OTLP) on both databases.
 
 use crate::common;
+use crate::common::on_both;
 use crate::team::{cookie_of, team, Team, BOOT, HOST, ORIGIN};
 
 use std::sync::Arc;
@@ -301,23 +302,7 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .expect("revoke again"));
 }
 
-/// Each storage-touching case, once on each database.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $name() {
-                super::$name(crate::common::sqlite().await).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $name() {
-                super::$name(crate::common::postgres().await).await;
-            })*
-        }
-    };
-}
-
-on_both!(
+on_both!(tokio::test, |t| t;
     scopes_read_write_admin,
     a_project_key_sees_only_its_project,
     revoking_ends_api_use_and_sessions,

@@ -2,6 +2,7 @@
 //! PostgreSQL: every case runs on both.
 
 use crate::common;
+use crate::common::{on_both, TestStore};
 
 use std::io::Write;
 use std::sync::Arc;
@@ -19,13 +20,13 @@ struct Api {
     _store: common::TestStore,
 }
 
-async fn api() -> Api {
-    api_with_keys(vec![]).await
+async fn api(t: TestStore) -> Api {
+    api_with_keys(t, vec![]).await
 }
 
 /// A server with run r1 and one span, `root` of trace t1.
-async fn api_with_root() -> Api {
-    let api = api().await.with_run().await;
+async fn api_with_root(t: TestStore) -> Api {
+    let api = api(t).await.with_run().await;
     api.send(
         "POST",
         "/runs/r1/traces/events",
@@ -35,17 +36,7 @@ async fn api_with_root() -> Api {
     api
 }
 
-tokio::task_local! {
-    /// Whether the case at hand runs on PostgreSQL (set by `on_both!`).
-    static ON_POSTGRES: bool;
-}
-
-async fn api_with_keys(keys: Vec<String>) -> Api {
-    let store = if ON_POSTGRES.try_with(|on| *on).unwrap_or(false) {
-        common::postgres().await
-    } else {
-        common::sqlite().await
-    };
+async fn api_with_keys(store: TestStore, keys: Vec<String>) -> Api {
     let mut state = AppState::new(store.store.clone());
     state.api_keys = Arc::new(keys);
     Api {
@@ -125,8 +116,8 @@ fn event(op: &str, trace: &str, span: &str) -> Value {
     }
 }
 
-async fn runs_are_created_then_updated_and_keep_their_project() {
-    let api = api().await.with_run().await;
+async fn runs_are_created_then_updated_and_keep_their_project(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let again = api
         .send(
             "PUT",
@@ -156,8 +147,8 @@ async fn runs_are_created_then_updated_and_keep_their_project() {
         .contains("project"));
 }
 
-async fn an_invalid_event_is_rejected_alone() {
-    let api = api().await.with_run().await;
+async fn an_invalid_event_is_rejected_alone(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let mut bad = event("open", "t1", "b");
     bad["kind"] = json!("llm");
     let reply = api
@@ -179,8 +170,8 @@ async fn an_invalid_event_is_rejected_alone() {
     assert_eq!(trace.body["status"], "ok");
 }
 
-async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice() {
-    let api = api().await.with_run().await;
+async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let body = json!({"events": [event("open", "t1", "a"), event("close", "t1", "a")]});
     let key = [("idempotency-key", "batch-1")];
     let first = api
@@ -218,8 +209,8 @@ async fn an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice() 
     );
 }
 
-async fn gzip_and_zstd_bodies_are_accepted() {
-    let api = api().await.with_run().await;
+async fn gzip_and_zstd_bodies_are_accepted(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let body = json!({"events": [event("open", "t1", "a")]}).to_string();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(body.as_bytes()).unwrap();
@@ -238,8 +229,8 @@ async fn gzip_and_zstd_bodies_are_accepted() {
     assert_eq!(api.get("/runs/r1/traces/t1").await.body["span_count"], 1);
 }
 
-async fn oversized_requests_are_413() {
-    let api = api().await.with_run().await;
+async fn oversized_requests_are_413(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let many: Vec<Value> = (0..10_001)
         .map(|i| event("open", "t", &format!("s{i}")))
         .collect();
@@ -260,8 +251,8 @@ async fn oversized_requests_are_413() {
     assert_eq!(api.get("/runs/r1").await.body["trace_count"], 0);
 }
 
-async fn an_unknown_run_is_404_and_bad_json_is_400() {
-    let api = api().await;
+async fn an_unknown_run_is_404_and_bad_json_is_400(t: TestStore) {
+    let api = api(t).await;
     let reply = api
         .send(
             "POST",
@@ -299,8 +290,8 @@ async fn an_unknown_run_is_404_and_bad_json_is_400() {
     );
 }
 
-async fn metric_points_are_checked_one_by_one() {
-    let api = api().await.with_run().await;
+async fn metric_points_are_checked_one_by_one(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let points = json!({"points": [
         {"key": "train/loss", "step": 1, "value": 0.5},
         {"key": "train/loss", "step": -2, "value": 0.5},
@@ -320,8 +311,8 @@ async fn metric_points_are_checked_one_by_one() {
     );
 }
 
-async fn with_api_keys_reads_and_writes_need_a_bearer_token() {
-    let api = api_with_keys(vec!["secret-key".into()]).await;
+async fn with_api_keys_reads_and_writes_need_a_bearer_token(t: TestStore) {
+    let api = api_with_keys(t, vec!["secret-key".into()]).await;
     let body = json!({"project": "p"});
     assert_error(
         &api.send("PUT", "/runs/r1", body.clone()).await,
@@ -369,8 +360,8 @@ async fn with_api_keys_reads_and_writes_need_a_bearer_token() {
 
 /// What a page of another site can send without a preflight: a form or a
 /// `text/plain` fetch. Neither may write.
-async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
-    let api = api().await.with_run().await;
+async fn a_cross_site_form_post_is_refused_and_writes_nothing(t: TestStore) {
+    let api = api(t).await.with_run().await;
     let events = json!({"events": [event("open", "t1", "a")]}).to_string();
     for content_type in [
         "text/plain",
@@ -398,8 +389,8 @@ async fn a_cross_site_form_post_is_refused_and_writes_nothing() {
     assert_eq!(run["status"], "running");
 }
 
-async fn reads_use_the_404_codes_of_the_contract() {
-    let api = api_with_root().await;
+async fn reads_use_the_404_codes_of_the_contract(t: TestStore) {
+    let api = api_with_root(t).await;
     assert_error(
         &api.get("/runs/r1/traces/t2").await,
         StatusCode::NOT_FOUND,
@@ -431,8 +422,8 @@ async fn reads_use_the_404_codes_of_the_contract() {
     assert_error(&not_listed, StatusCode::NOT_FOUND, "span_not_found");
 }
 
-async fn a_span_page_names_the_parameter_it_cannot_use() {
-    let api = api_with_root().await;
+async fn a_span_page_names_the_parameter_it_cannot_use(t: TestStore) {
+    let api = api_with_root(t).await;
     let long = format!("name={}", "x".repeat(201));
     let cases = [
         ("from=-1", "invalid_parameter", "from"),
@@ -458,8 +449,8 @@ async fn a_span_page_names_the_parameter_it_cannot_use() {
     assert_eq!(named.body["from"], 0);
 }
 
-async fn trace_lists_report_their_window_and_limit_search_terms() {
-    let api = api_with_root().await;
+async fn trace_lists_report_their_window_and_limit_search_terms(t: TestStore) {
+    let api = api_with_root(t).await;
     let project = api.get("/traces?project=cartpole").await;
     assert_eq!(project.body["traces"].as_array().unwrap().len(), 1);
     assert!(project.body["window"]["since_us"].is_i64());
@@ -486,8 +477,8 @@ async fn trace_lists_report_their_window_and_limit_search_terms() {
     );
 }
 
-async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
-    let api = api().await;
+async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed(t: TestStore) {
+    let api = api(t).await;
     api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
     let events = json!({"events": [
         {"op": "open", "trace_id": "a", "span_id": "root", "name": "a", "kind": "rollout", "ts": 1,
@@ -536,8 +527,9 @@ async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed() {
     assert_eq!(none.body["runs"].as_array().map(Vec::len), Some(0));
 }
 
-async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing() {
-    let store = common::sqlite().await;
+async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_nothing(
+    store: TestStore,
+) {
     let mut state = AppState::new(store.store.clone());
     // No free slot: as if every one were taken by a write in flight.
     state.write_slots = Arc::new(tokio::sync::Semaphore::new(0));
@@ -556,8 +548,8 @@ async fn past_the_writes_in_flight_a_write_is_shed_with_retry_after_and_stores_n
     );
 }
 
-async fn a_body_that_stops_arriving_is_a_timeout_not_too_large() {
-    let api = api().await;
+async fn a_body_that_stops_arriving_is_a_timeout_not_too_large(t: TestStore) {
+    let api = api(t).await;
     api.send("PUT", "/runs/r1", json!({"project": "p"})).await;
     let broken = futures::stream::iter([
         Ok(bytes::Bytes::from_static(b"{\"events\": [")),
@@ -574,23 +566,7 @@ async fn a_body_that_stops_arriving_is_a_timeout_not_too_large() {
     );
 }
 
-/// Each case, once on each database.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $name() {
-                super::ON_POSTGRES.scope(false, super::$name()).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $name() {
-                super::ON_POSTGRES.scope(true, super::$name()).await;
-            })*
-        }
-    };
-}
-
-on_both!(
+on_both!(tokio::test, |t| t;
     runs_are_created_then_updated_and_keep_their_project,
     an_invalid_event_is_rejected_alone,
     an_idempotency_key_replays_the_first_answer_and_stores_nothing_twice,

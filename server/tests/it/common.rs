@@ -208,3 +208,25 @@ pub(crate) async fn wait_ready(base: &str) {
     }
     panic!("treeline serve did not answer /healthz at {base}");
 }
+
+/// Each case once on each database: `on_both!(ATTRIBUTE, |t| ARGUMENT; case, …)` makes
+/// the tests `sqlite::case` and `postgres::case` (ATTRIBUTE is `tokio::test`, with a
+/// flavor where a case needs two workers), each calling `case(ARGUMENT)` with `t` its
+/// fresh [`TestStore`], which lives until the case ends.
+macro_rules! on_both {
+    ($test:meta, |$t:ident| $arg:expr; $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[$test] async fn $name() {
+                let $t = crate::common::sqlite().await;
+                super::$name($arg).await;
+            })*
+        }
+        mod postgres {
+            $(#[$test] async fn $name() {
+                let $t = crate::common::postgres().await;
+                super::$name($arg).await;
+            })*
+        }
+    };
+}
+pub(crate) use on_both;

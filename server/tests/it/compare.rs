@@ -1,6 +1,7 @@
 //! Comparing spans through the HTTP API on each database: a GRPO-shaped group
 //! aligned and diffed, and a rollout id found across steps.
 
+use crate::common::on_both;
 use crate::common::{self, close, open, with, TestStore};
 use serde_json::{json, Value};
 use treeline_client::ClientError;
@@ -89,7 +90,7 @@ fn wide(trace: &str, b: bool) -> Vec<Value> {
     e
 }
 
-async fn compare(store: TestStore) {
+async fn spans_align_diff_and_find_their_rollouts(store: TestStore) {
     let (_, client, server) = common::served_run(&store, "r1", "cmp", &events()).await;
     for (trace, b) in [("wa", false), ("wb", true)] {
         let answer = client.send_events("r1", &wide(trace, b)).await;
@@ -227,12 +228,7 @@ async fn compare(store: TestStore) {
     server.abort();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spans_align_diff_and_find_their_rollouts_on_sqlite() {
-    compare(common::sqlite().await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn spans_align_diff_and_find_their_rollouts_on_postgres() {
-    compare(common::postgres().await).await;
-}
+on_both!(
+    tokio::test(flavor = "multi_thread", worker_threads = 2), |t| t;
+    spans_align_diff_and_find_their_rollouts,
+);

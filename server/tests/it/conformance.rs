@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use crate::common::on_both;
 use crate::common::{close, open, parsed, run, with, write};
 use serde_json::json;
 use treeline_server::store::{
@@ -1834,24 +1835,7 @@ async fn any_order_and_split_and_repeat_stores_the_same_trace(s: S) {
     }
 }
 
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test] async fn $name() {
-                let t = crate::common::sqlite().await;
-                super::$name(t.store.clone()).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test] async fn $name() {
-                let t = crate::common::postgres().await;
-                super::$name(t.store.clone()).await;
-            })*
-        }
-    };
-}
-
-conformance!(
+on_both!(tokio::test, |t| t.store.clone();
     bodies_ride_open_and_close_and_merge,
     a_close_before_its_open_is_kept_and_merged,
     a_second_open_or_close_is_ignored_with_a_warning,

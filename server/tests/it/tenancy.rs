@@ -4,6 +4,7 @@
 //! secure cookie's name, the keys `serve` takes).
 
 use crate::common;
+use crate::common::on_both;
 use crate::team::{cookie_of, team, Team, BOOT};
 
 use std::sync::Arc;
@@ -188,24 +189,7 @@ async fn racing_requests_cross_no_projects(t: common::TestStore) {
     }
 }
 
-/// Each case once on each database, on a runtime with two workers so that the
-/// racing requests really run side by side.
-macro_rules! on_both {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() {
-                super::$name(crate::common::sqlite().await).await;
-            })*
-        }
-        mod postgres {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() {
-                super::$name(crate::common::postgres().await).await;
-            })*
-        }
-    };
-}
-
-on_both!(
+on_both!(tokio::test(flavor = "multi_thread", worker_threads = 2), |t| t;
     a_squatted_daily_run_captures_no_spans,
     racing_requests_cross_no_projects,
 );

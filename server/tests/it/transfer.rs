@@ -4,6 +4,7 @@
 use std::io::BufReader;
 use std::path::Path;
 
+use crate::common::on_both;
 use crate::common::{self, close, open, with, TestStore};
 use serde_json::{json, Value};
 use treeline_client::Client;
@@ -90,7 +91,7 @@ fn lines(path: &Path) -> Vec<Value> {
     lines
 }
 
-async fn round_trip(source: TestStore) {
+async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStore) {
     let target = common::sqlite().await;
     let (from, _, a) = common::served_run(&source, "r1", "transfer", &events()).await;
     let (to, b) = spawn_api_server(target.store.clone()).await.expect("b");
@@ -153,16 +154,6 @@ async fn round_trip(source: TestStore) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_exported_from_sqlite_and_imported_elsewhere_exports_the_same() {
-    round_trip(common::sqlite().await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_exported_from_postgres_and_imported_elsewhere_exports_the_same() {
-    round_trip(common::postgres().await).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_reports_bad_lines_by_number_and_keeps_the_rest() {
     let target = common::sqlite().await;
     let (to, server) = spawn_api_server(target.store.clone())
@@ -203,3 +194,8 @@ async fn an_import_reports_bad_lines_by_number_and_keeps_the_rest() {
     assert_eq!(page.spans.len(), 1, "the good lines are in");
     server.abort();
 }
+
+on_both!(
+    tokio::test(flavor = "multi_thread", worker_threads = 2), |t| t;
+    a_run_exported_and_imported_elsewhere_exports_the_same,
+);
