@@ -1567,6 +1567,11 @@ async fn a_first_page_counts_its_matches(s: S) {
         .await
         .expect("list");
     assert_eq!(all.matched, Some(12));
+    // Across runs, only a first page that holds every match is counted.
+    let mut across = page(&["attr.task = code"], 4, None);
+    across.run_id = None;
+    let across = s.reads().list_traces(&across).await.expect("list");
+    assert_eq!((across.traces.len(), across.matched), (4, None));
     let none = s
         .reads()
         .list_traces(&page(&["attr.task = chess"], 4, None))
