@@ -62,6 +62,9 @@ test("the runs list tells failed roots from failures beneath", async ({ page, re
   await expect(row.getByRole("cell").nth(5)).toHaveText("4");
   await expect(row.getByRole("cell").nth(6)).toHaveText("1");
   await expect(row.getByRole("cell").nth(7)).toHaveText("3");
+  // Run Detail says the same.
+  await page.goto("/runs/e2e-beneath-runs");
+  await expect(page.locator(".facts")).toContainText("4 (1 failed, 3 with failures beneath)");
 });
 
 test.describe("before hydration", () => {

@@ -78,7 +78,7 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <dt>"Run id"</dt><dd><code>{s.run_id.clone()}</code></dd>
                 <dt>"Started"</dt><dd title=format::timestamp(s.start_us)>{format::timestamp(s.start_us)}</dd>
                 <dt>"Duration"</dt><dd>{format::duration(s.end_us.unwrap_or(now) - s.start_us)}</dd>
-                <dt>"Traces"</dt><dd>{s.trace_count}" ("{s.error_trace_count}" failed)"</dd>
+                <dt>"Traces"</dt><dd>{trace_counts(&s)}</dd>
             </dl>
             <a class="button" href=WorkspaceUrl { run_id: Some(s.run_id.clone()), ..Default::default() }.href()>"Open in the Traces workspace"</a>
         </header>
@@ -300,5 +300,20 @@ fn RunTraceRow(t: TraceSummary, differ: Memo<Vec<String>>) -> impl IntoView {
                 <span class="updated" title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
             </a>
         </li>
+    }
+}
+
+/// A run's traces, with those whose root failed apart from those that failed beneath
+/// a root that did not: "80 (3 failed, 14 with failures beneath)".
+fn trace_counts(s: &treeline_wire::RunSummary) -> String {
+    let beneath = (s.error_trace_count - s.failed_trace_count).max(0);
+    match (s.failed_trace_count, beneath) {
+        (0, 0) => s.trace_count.to_string(),
+        (failed, 0) => format!("{} ({failed} failed)", s.trace_count),
+        (0, beneath) => format!("{} ({beneath} with failures beneath)", s.trace_count),
+        (failed, beneath) => format!(
+            "{} ({failed} failed, {beneath} with failures beneath)",
+            s.trace_count
+        ),
     }
 }
