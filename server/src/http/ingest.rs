@@ -186,11 +186,6 @@ fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Ev
 /// when anything is off, for the map path to name it (both parse alike); a list
 /// over the limit is refused here, decoded no further and not again.
 fn decode_valid_events(bytes: &[u8]) -> ApiResult<Option<Parsed>> {
-    #[allow(
-        clippy::vec_box,
-        reason = "the list grows by doubling with no length known: moving 600-byte \
-                  fields at each doubling cost 2% of ingest, more than the boxes"
-    )]
     let decoded: Vec<Box<EventFields>> =
         match bounded::decode_list(bytes, "events", MAX_BATCH_ITEMS) {
             Ok(list) => list,

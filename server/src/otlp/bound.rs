@@ -107,9 +107,15 @@ struct Tally {
 /// Weighs a protobuf `ExportTraceServiceRequest`: its decoded size (with the events
 /// mapped from it), refusing past [`MAX_OTLP_SPANS`] spans or [`MAX_DECODED_BYTES`].
 pub fn weigh_protobuf(bytes: &[u8]) -> Result<usize, Refusal> {
+    let (walked, weighed) = weigh(bytes);
+    walked.map(|()| weighed)
+}
+
+/// The walk's outcome, and what it weighed up to where it stopped.
+fn weigh(bytes: &[u8]) -> (Result<(), Refusal>, usize) {
     let mut tally = Tally::default();
-    walk(bytes, Message::Request, 0, &mut tally)?;
-    Ok(tally.bytes)
+    let walked = walk(bytes, Message::Request, 0, &mut tally);
+    (walked, tally.bytes)
 }
 
 fn walk(mut bytes: &[u8], message: Message, depth: u32, tally: &mut Tally) -> Result<(), Refusal> {
@@ -202,13 +208,14 @@ pub fn charge_json(bytes: &[u8]) -> ApiResult<()> {
 }
 
 /// Refuses a protobuf request past its bounds and takes its decoded size from the
-/// write budget. A body that does not walk is left for prost to name its fault.
+/// write budget. A body that does not walk is left for prost to name its fault, its
+/// share taken for what prost decodes before it.
 pub fn charge_protobuf(bytes: &[u8]) -> ApiResult<()> {
-    match weigh_protobuf(bytes) {
-        Ok(decoded) => crate::http::budget::take(decoded),
-        Err(Refusal::TooManySpans) => Err(too_many_spans()),
-        Err(Refusal::TooLarge) => Err(too_large()),
-        Err(Refusal::Malformed) => Ok(()),
+    match weigh(bytes) {
+        // prost decodes a broken body up to its fault: no more than was weighed.
+        (Ok(()) | Err(Refusal::Malformed), weighed) => crate::http::budget::take(weighed),
+        (Err(Refusal::TooManySpans), _) => Err(too_many_spans()),
+        (Err(Refusal::TooLarge), _) => Err(too_large()),
     }
 }
 

@@ -121,13 +121,16 @@ async fn handle(
     }
     let request = decode::request(format, &bytes)?;
     drop(bytes);
-    let spans: usize = request
-        .resource_spans
-        .iter()
-        .flat_map(|r| &r.scope_spans)
-        .map(|s| s.spans.len())
-        .sum();
-    if spans > bound::MAX_OTLP_SPANS {
+    // The protobuf walk counted the spans already; OTLP/JSON's are counted decoded.
+    let spans = || -> usize {
+        request
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .map(|s| s.spans.len())
+            .sum()
+    };
+    if format == Format::Json && spans() > bound::MAX_OTLP_SPANS {
         return Err(bound::too_many_spans());
     }
     let now = now_us();
