@@ -182,6 +182,29 @@ test("a time window scopes browsing across runs and says which applies", async (
   await expect(picker).toBeDisabled();
 });
 
+test("changing the address while the list reloads keeps the page working", async ({ page }) => {
+  await page.goto("/traces?project=filters-e2e");
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  // A slow server: each list answers late, so the rows on screen outlive the list
+  // they came from while the address changes again and again.
+  await page.route("**/api/traces?*", async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await route.continue();
+  });
+  const picker = page.getByRole("combobox", { name: /^Window/ });
+  for (const window of ["1h", "1d", "range", "7d", "1h"]) {
+    await picker.selectOption(window);
+    await page.waitForTimeout(150);
+  }
+  await picker.selectOption("range");
+  await page.getByRole("textbox", { name: "From (UTC)" }).fill("2020-01-01T00:00");
+  await page.getByRole("textbox", { name: "To (UTC)" }).fill("2020-01-02T00:00");
+  await picker.selectOption("1d");
+  await expect(page.locator(".window")).toHaveText("updated in the last 24 hours");
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+});
+
 test.describe("before hydration", () => {
   // goto must not wait for the page to go live: the test holds the bundle back.
   test.use({ untilLive: false });

@@ -150,7 +150,9 @@ fn TraceRow(
     let pinned = move || -> Vec<(String, String)> {
         let columns = url.get().columns();
         let keys = if columns.is_empty() {
-            differ.get()
+            // While the next list loads, this row stays on screen after the rows that
+            // owned `differ` were replaced, and an address change still reaches it.
+            differ.try_get().unwrap_or_default()
         } else {
             columns
         };
