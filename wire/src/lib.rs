@@ -5,6 +5,7 @@
 
 pub mod filter;
 pub mod limits;
+pub mod query;
 pub mod routes;
 
 mod compare;

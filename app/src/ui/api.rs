@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::limits::RUNS_PAGE_MAX;
+use treeline_wire::query::ListQuery;
 use treeline_wire::routes::{
     path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_DIFF, RUN_METRICS, RUN_TRACES, RUN_TRACE_ATTRIBUTES,
     RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE, TRACES, TRACE_ROLLOUTS,
 };
 use treeline_wire::{
-    Alignment, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
+    Alignment, Invalid, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
     SpanDetail, SpanDiff, SpanPage, StepsResponse, TraceList, TraceSummary,
 };
 
@@ -22,6 +23,17 @@ pub struct ApiError {
     pub status: u16,
     pub code: String,
     pub message: String,
+}
+
+/// A parameter the dashboard found bad before asking, worded as the server would.
+impl From<Invalid> for ApiError {
+    fn from(e: Invalid) -> Self {
+        ApiError {
+            status: 400,
+            code: e.code.to_string(),
+            message: e.message,
+        }
+    }
 }
 
 impl ApiError {
@@ -190,7 +202,9 @@ pub async fn steps(run_id: String) -> Result<StepsResponse, ApiError> {
 }
 
 /// A trace list; `query` is the list's query string (filters, cursor).
-pub async fn traces(run_id: Option<String>, query: String) -> Result<TraceList, ApiError> {
+/// A page of a trace list: one run's (`run_id`), or across runs.
+pub async fn traces(run_id: Option<String>, query: ListQuery) -> Result<TraceList, ApiError> {
+    let query = query.to_query();
     match run_id {
         Some(run) => get(format!("{}?{query}", path(RUN_TRACES, &[&run]))).await,
         None => get(format!("{}?{query}", path(TRACES, &[]))).await,

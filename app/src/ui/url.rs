@@ -3,6 +3,9 @@
 
 use crate::ui::api::query_string;
 use crate::ui::format;
+use treeline_wire::filter::TraceFilter;
+use treeline_wire::query::{parse_comma, parse_order, ListQuery, TraceSort};
+use treeline_wire::{Invalid, SpanKind, SpanStatus};
 
 /// The workspace's state as the query string carries it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -28,6 +31,9 @@ pub(crate) struct WorkspaceUrl {
     pub from: Option<String>,
     pub to: Option<String>,
 }
+
+/// Traces per page of the workspace's list.
+pub(crate) const LIST_PAGE: usize = 50;
 
 /// The relative windows offered for browsing across runs: (key, label, length).
 pub(crate) const WINDOWS: [(&str, &str, i64); 4] = [
@@ -138,24 +144,40 @@ impl WorkspaceUrl {
         }
     }
 
-    /// The trace list's filters as an API query string.
-    pub(crate) fn list_query(&self) -> String {
-        let project = if self.run_id.is_none() {
-            self.project.clone()
-        } else {
-            None
-        };
-        let mut pairs = vec![
-            ("project", project),
-            ("status", self.status.clone()),
-            ("kind", self.kind.clone()),
-            ("q", self.q.clone()),
-        ];
-        pairs.extend(self.list_pairs());
-        let (since, until) = self.window_bounds(format::now_us());
-        pairs.push(("since_us", since.map(|v| v.to_string())));
-        pairs.push(("until_us", until.map(|v| v.to_string())));
-        query_string(&pairs)
+    /// The trace list's filters as the API takes them; a value the API would refuse
+    /// is refused here, in the API's words.
+    pub(crate) fn list_query(&self) -> Result<ListQuery, Invalid> {
+        let (since_us, until_us) = self.window_bounds(format::now_us());
+        Ok(ListQuery {
+            // Within a run, the list is the run's: the project filter does not apply.
+            project: self.project.clone().filter(|_| self.run_id.is_none()),
+            statuses: non_empty(&self.status).map_or(Ok(Vec::new()), |l| {
+                parse_comma(l, "status", SpanStatus::parse_field)
+            })?,
+            kinds: non_empty(&self.kind).map_or(Ok(Vec::new()), |l| {
+                parse_comma(l, "kind", SpanKind::parse_field)
+            })?,
+            terms: self
+                .q
+                .as_deref()
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            filters: self
+                .filters
+                .iter()
+                .map(|f| TraceFilter::parse(f))
+                .collect::<Result<_, _>>()?,
+            since_us,
+            until_us,
+            sort: self
+                .sort
+                .as_deref()
+                .map_or(Ok(TraceSort::Updated), TraceSort::parse)?,
+            ascending: self.order.as_deref().map_or(Ok(false), parse_order)?,
+            ..ListQuery::default()
+        })
     }
 
     pub(crate) fn with_selection(
@@ -171,6 +193,10 @@ impl WorkspaceUrl {
             ..self.clone()
         }
     }
+}
+
+fn non_empty(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.is_empty())
 }
 
 /// A run-scoped link into the workspace.
@@ -242,7 +268,7 @@ mod tests {
             link("r", "t", Some("s")) + "&project=p&status=error"
         );
         // Within a run, the list is the run's: the project filter does not apply.
-        assert_eq!(url.list_query(), "status=error");
+        assert_eq!(url.list_query().unwrap().to_query(), "status=error");
     }
 
     #[test]
@@ -262,8 +288,8 @@ mod tests {
              &filter=attr.reward%20%3C%200.5&sort=attr.reward&order=asc&cols=reward%2Ctask"
         );
         assert_eq!(
-            url.list_query(),
-            "filter=error_count%20%3E%200&filter=attr.reward%20%3C%200.5&sort=attr.reward&order=asc"
+            url.list_query().unwrap().to_query(),
+            "filter=error_count+%3E+0&filter=attr.reward+%3C+0.5&sort=attr.reward&order=asc"
         );
         assert_eq!(url.columns(), ["reward", "task"]);
         assert_eq!(WorkspaceUrl::from_query(&params_of(&href)), url);

@@ -3,7 +3,7 @@
 //! attributes and bodies, and `GET /runs/{run_id}/traces/{trace_id}/rollouts` finds
 //! the traces of a run that share a trace's rollout id.
 
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::Json;
 use treeline_wire::{
     check_id, check_trace_id, Alignment, RolloutMatches, SpanDetail, SpanDiff,
@@ -12,22 +12,23 @@ use treeline_wire::{
 
 use super::auth::Principal;
 use super::error::{ApiError, ApiResult};
-use super::params::{find_trace, span_not_found, Params};
+use super::params::{find_trace, params, span_not_found};
 use super::AppState;
 use crate::compare::{add_body_differences, align, diff_spans, Aligned};
 use crate::store::ChildNode;
+use treeline_wire::query::QueryParams;
 
 /// The largest duration threshold a request may name (ten times the longer one).
 const MAX_THRESHOLD: f64 = 10.0;
 
 pub(super) async fn align_children(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Alignment>> {
     check_id(&run_id, "run_id")?;
-    let p = Params::new(raw);
+    let p = params(raw);
     let a = side(&p, "a")?;
     let b = side(&p, "b")?;
     let threshold = match p.text("threshold") {
@@ -66,7 +67,7 @@ pub(super) async fn align_children(
 }
 
 /// `a=TRACE:SPAN`: one side's span, its ids checked.
-fn side(p: &Params, name: &'static str) -> ApiResult<(String, String)> {
+fn side(p: &QueryParams, name: &'static str) -> ApiResult<(String, String)> {
     let text = p
         .text(name)
         .ok_or_else(|| ApiError::bad("missing_parameter", format!("{name} is required")))?;
@@ -105,7 +106,7 @@ async fn children(
 
 pub(super) async fn rollouts(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path((run_id, trace_id)): Path<(String, String)>,
 ) -> ApiResult<Json<RolloutMatches>> {
     let trace = find_trace(&state, &who, &run_id, &trace_id).await?;
@@ -127,12 +128,12 @@ pub(super) async fn rollouts(
 
 pub(super) async fn diff(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SpanDiff>> {
     check_id(&run_id, "run_id")?;
-    let p = Params::new(raw);
+    let p = params(raw);
     let (a, b) = (side(&p, "a")?, side(&p, "b")?);
     let (a, b) = tokio::try_join!(
         span(&state, &who, &run_id, &a),

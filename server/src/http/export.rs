@@ -5,15 +5,17 @@ use std::io;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Extension, Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
-use treeline_wire::{check_id, ExportedSpan};
+use treeline_wire::query::{ListQuery, QueryParams};
+use treeline_wire::ExportedSpan;
 
 use super::auth::Principal;
 use super::error::ApiResult;
-use super::params::{find_run, find_trace, trace_query, Params};
+use super::extract::SeenRun;
+use super::params::{find_trace, trace_query};
 use super::AppState;
 use crate::store::{Cursor, Store, StoreResult, TraceQuery};
 
@@ -30,20 +32,22 @@ enum Traces {
 
 pub(super) async fn export(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    who: Principal,
+    SeenRun(run): SeenRun,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
-    check_id(&run_id, "run_id")?;
-    let run = find_run(&state, &who, &run_id).await?;
-    let p = Params::new(raw);
+    let run_id = run.summary.run_id.clone();
+    let raw = raw.unwrap_or_default();
+    let p = QueryParams::new(&raw);
     let traces = match p.text("trace_id") {
         Some(trace_id) => {
             find_trace(&state, &who, &run_id, trace_id).await?;
             Traces::One(trace_id.to_string())
         }
         None => {
-            let mut query = trace_query(&p, Some(run_id.clone()))?;
+            // One trace's export ignores the list's parameters, so they are read only here.
+            let list = ListQuery::parse(&raw)?;
+            let mut query = trace_query(list, Some(run_id.clone()))?;
             if let Some(step) = p.non_negative("step")? {
                 query.min_step = Some(step);
                 query.max_step = Some(step);

@@ -2,7 +2,7 @@
 //! transaction, and answers only after the commit.
 
 use axum::body::Body;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{post, put};
@@ -16,10 +16,11 @@ use treeline_wire::{
 };
 use xxhash_rust::xxh3::Xxh3;
 
-use super::auth::{visible_run, Principal};
+use super::auth::Principal;
 use super::body;
 use super::bounded::{self, ListError};
 use super::error::{ApiError, ApiResult};
+use super::extract::ScopedRunId;
 use super::{now_us, AppState};
 use crate::store::{EventBatch, IdempotencyRecord, Receipt, Written};
 
@@ -33,7 +34,7 @@ pub fn router() -> Router<AppState> {
 
 async fn upsert_run(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path(run_id): Path<String>,
     headers: HeaderMap,
     raw: Body,
@@ -75,13 +76,10 @@ async fn upsert_run(
 
 async fn finish_run(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    ScopedRunId(run_id): ScopedRunId,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
-    check_id(&run_id, "run_id")?;
-    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     idempotent(
         &state,
@@ -104,13 +102,10 @@ async fn finish_run(
 
 async fn write_metrics(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    ScopedRunId(run_id): ScopedRunId,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
-    check_id(&run_id, "run_id")?;
-    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     idempotent(
         &state,
@@ -137,13 +132,10 @@ async fn write_metrics(
 
 async fn write_events(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    ScopedRunId(run_id): ScopedRunId,
     headers: HeaderMap,
     raw: Body,
 ) -> ApiResult<Response> {
-    check_id(&run_id, "run_id")?;
-    visible_run(&state, &who, &run_id).await?;
     let bytes = body::read(&headers, raw).await?;
     // Counted on this task, whose share of the write budget the decoded size is
     // taken from; decoding then stays within it.

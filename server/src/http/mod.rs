@@ -7,6 +7,7 @@ pub mod budget;
 mod compare;
 pub mod error;
 mod export;
+mod extract;
 pub mod guard;
 pub mod ingest;
 mod params;

@@ -8,6 +8,7 @@ use treeline_wire::limits::{
     MAX_CHILD_NAME_FILTER, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
     RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX,
 };
+use treeline_wire::query::ListQuery;
 use treeline_wire::routes;
 use treeline_wire::{
     check_id, downsample, MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail,
@@ -16,7 +17,8 @@ use treeline_wire::{
 
 use super::auth::{visible_run, Principal, Via};
 use super::error::{ApiError, ApiResult};
-use super::params::{find_run, find_trace, span_not_found, trace_query, Params};
+use super::extract::{ListParams, ScopedRunId, SeenRun};
+use super::params::{cursor, find_run, find_trace, params, span_not_found, trace_query};
 use super::{now_us, AppState};
 use crate::store::{LevelStart, SpanLevel};
 
@@ -48,10 +50,7 @@ async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
     })
 }
 
-async fn projects(
-    State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-) -> ApiResult<Json<ProjectList>> {
+async fn projects(State(state): State<AppState>, who: Principal) -> ApiResult<Json<ProjectList>> {
     let mut list = state.store.reads().list_projects().await?;
     list.projects.retain(|p| who.sees(&p.name));
     Ok(Json(list))
@@ -68,11 +67,11 @@ fn list_project<'a>(asked: Option<&'a str>, who: &'a Principal) -> Result<Option
 
 async fn runs(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<RunList>> {
-    let p = Params::new(raw);
-    let cursor = p.cursor()?;
+    let p = params(raw);
+    let cursor = cursor(&p)?;
     let limit = p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?;
     let Ok(project) = list_project(p.text("project"), &who) else {
         return Ok(Json(RunList::default()));
@@ -86,23 +85,18 @@ async fn runs(
     ))
 }
 
-async fn run(
-    State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
-) -> ApiResult<Json<RunDetail>> {
-    check_id(&run_id, "run_id")?;
-    Ok(Json(find_run(&state, &who, &run_id).await?))
+async fn run(SeenRun(run): SeenRun) -> Json<RunDetail> {
+    Json(run)
 }
 
 async fn metrics(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path(run_id): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<MetricSeries>> {
     check_id(&run_id, "run_id")?;
-    let p = Params::new(raw);
+    let p = params(raw);
     let key = p
         .text("key")
         .ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?
@@ -135,32 +129,28 @@ async fn metrics(
 
 async fn traces(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    RawQuery(raw): RawQuery,
+    who: Principal,
+    ListParams(list): ListParams,
 ) -> ApiResult<Json<TraceList>> {
-    let p = Params::new(raw);
-    let run_id = p.text("run_id").map(str::to_string);
-    list_traces(&state, &who, p, run_id).await
+    list_traces(&state, &who, list, None).await
 }
 
 async fn run_traces(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
-    RawQuery(raw): RawQuery,
+    who: Principal,
+    SeenRun(run): SeenRun,
+    ListParams(list): ListParams,
 ) -> ApiResult<Json<TraceList>> {
-    check_id(&run_id, "run_id")?;
-    find_run(&state, &who, &run_id).await?;
-    list_traces(&state, &who, Params::new(raw), Some(run_id)).await
+    list_traces(&state, &who, list, Some(run.summary.run_id)).await
 }
 
 async fn list_traces(
     state: &AppState,
     who: &Principal,
-    p: Params,
+    list: ListQuery,
     run_id: Option<String>,
 ) -> ApiResult<Json<TraceList>> {
-    let mut query = trace_query(&p, run_id)?;
+    let mut query = trace_query(list, run_id)?;
     if let Some(run_id) = &query.run_id {
         visible_run(state, who, run_id).await?;
     }
@@ -190,23 +180,18 @@ async fn list_traces(
 
 async fn attributes(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    SeenRun(run): SeenRun,
 ) -> ApiResult<Json<AttributeKeys>> {
-    check_id(&run_id, "run_id")?;
-    find_run(&state, &who, &run_id).await?;
-    Ok(Json(state.store.reads().attribute_keys(&run_id).await?))
+    let keys = state.store.reads().attribute_keys(&run.summary.run_id);
+    Ok(Json(keys.await?))
 }
 
 async fn steps(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
-    Path(run_id): Path<String>,
+    ScopedRunId(run_id): ScopedRunId,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<StepsResponse>> {
-    check_id(&run_id, "run_id")?;
-    visible_run(&state, &who, &run_id).await?;
-    let p = Params::new(raw);
+    let p = params(raw);
     Ok(Json(
         state
             .store
@@ -222,7 +207,7 @@ async fn steps(
 
 async fn trace(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path((run_id, trace_id)): Path<(String, String)>,
 ) -> ApiResult<Json<TraceSummary>> {
     Ok(Json(find_trace(&state, &who, &run_id, &trace_id).await?))
@@ -230,13 +215,13 @@ async fn trace(
 
 async fn spans(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path((run_id, trace_id)): Path<(String, String)>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<SpanPage>> {
-    let p = Params::new(raw);
+    let p = params(raw);
     let limit = p.limit(SPAN_PAGE, SPAN_PAGE_MAX)?;
-    let cursor = p.cursor()?;
+    let cursor = cursor(&p)?;
     let from = p.non_negative("from")?;
     let around = p.text("around");
     if let Some(around) = around {
@@ -293,7 +278,7 @@ async fn spans(
 
 async fn span(
     State(state): State<AppState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     Path((run_id, trace_id, span_id)): Path<(String, String, String)>,
 ) -> ApiResult<Json<SpanDetail>> {
     check_id(&span_id, "span_id")?;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{DefaultBodyLimit, Extension, State};
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
@@ -84,7 +84,7 @@ async fn not_traces(signal: &str) -> Response {
 
 async fn export(
     State(state): State<OtlpState>,
-    Extension(who): Extension<Principal>,
+    who: Principal,
     headers: HeaderMap,
     raw: Body,
 ) -> Response {

@@ -177,17 +177,7 @@ pub enum Written {
     Replay(IdempotencyRecord),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
-pub enum TraceSort {
-    #[default]
-    Updated,
-    Duration,
-    Spans,
-    Tokens,
-    Errors,
-    /// A numeric root attribute; traces without it come last in either order.
-    Attr(String),
-}
+pub use treeline_wire::query::TraceSort;
 
 /// A parsed trace-list request.
 #[derive(Clone, Debug, Default)]

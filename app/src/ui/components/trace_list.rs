@@ -5,7 +5,8 @@ use crate::ui::compare_url::{compare_link, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::distinct;
 use crate::ui::format::{self, DROPPED_TITLE};
-use crate::ui::url::WorkspaceUrl;
+use crate::ui::url::{WorkspaceUrl, LIST_PAGE};
+use treeline_wire::query::ListQuery;
 use treeline_wire::{dropped_spans, TraceList as List, TraceSummary};
 
 #[component]
@@ -85,8 +86,16 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
         loading.set(true);
         let u = url.get_untracked();
         leptos::task::spawn_local(async move {
-            let query = format!("limit=50&cursor={}&{}", api::encode(&c), u.list_query());
-            match api::traces(u.run_id.clone(), query).await {
+            let next = u.list_query().map(|q| ListQuery {
+                limit: Some(LIST_PAGE),
+                cursor: Some(c),
+                ..q
+            });
+            let page = match next {
+                Ok(query) => api::traces(u.run_id.clone(), query).await,
+                Err(e) => Err(e.into()),
+            };
+            match page {
                 Ok(page) => {
                     traces.update(|t| t.extend(page.traces));
                     cursor.set(page.next_cursor);

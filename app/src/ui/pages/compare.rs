@@ -13,6 +13,7 @@ use crate::ui::components::compare::{number, AlignedLevel, BodyDiffView, Column,
 use crate::ui::components::status::StatusBadge;
 use crate::ui::distinct;
 use crate::ui::url::link;
+use treeline_wire::query::ListQuery;
 use treeline_wire::SpanDetail;
 
 /// The spans a link names: given, a parent's children, or a step's trace roots.
@@ -33,11 +34,13 @@ async fn resolve(url: CompareUrl) -> Result<Vec<SpanRef>, ApiError> {
             .collect());
     }
     if let Some(step) = url.step {
-        let list = api::traces(
-            Some(run),
-            format!("limit={MAX_COLUMNS}&min_step={step}&max_step={step}"),
-        )
-        .await?;
+        let one_step = ListQuery {
+            min_step: Some(step),
+            max_step: Some(step),
+            limit: Some(MAX_COLUMNS),
+            ..ListQuery::default()
+        };
+        let list = api::traces(Some(run), one_step).await?;
         return Ok(list
             .traces
             .into_iter()

@@ -11,6 +11,7 @@ use crate::ui::components::timeline::Timeline;
 use crate::ui::distinct;
 use crate::ui::format;
 use crate::ui::url::{link, WorkspaceUrl};
+use treeline_wire::query::ListQuery;
 use treeline_wire::{MetricSeries, RunDetail, TraceList, TraceSummary};
 
 /// `/runs/{run_id}`: the run's header, config, metric charts and, on demand, its
@@ -179,13 +180,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
         let run_id = run_id.clone();
         Resource::new(
             move || pinned.get(),
-            move |step| {
-                let query = match step {
-                    Some(s) => format!("min_step={s}&max_step={s}&limit={PAGE}"),
-                    None => format!("limit={PAGE}"),
-                };
-                api::traces(Some(run_id.clone()), query)
-            },
+            move |step| api::traces(Some(run_id.clone()), step_query(step)),
         )
     };
     let run_id_for_list = run_id.clone();
@@ -221,7 +216,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
                         <p class="empty">"No traces here yet."</p>
                     }.into_any(),
                     Ok(list) => {
-                        let query = pinned.get_untracked().map_or(String::new(), |s| format!("min_step={s}&max_step={s}&"));
+                        let query = step_query(pinned.get_untracked());
                         view! { <RunTraceList first=list run_id query/> }.into_any()
                     }
                     Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
@@ -235,10 +230,20 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
 /// Traces per page of the run's list.
 const PAGE: usize = 100;
 
+/// The first page of the run's traces, of one step if one is pinned.
+fn step_query(step: Option<i64>) -> ListQuery {
+    ListQuery {
+        min_step: step,
+        max_step: step,
+        limit: Some(PAGE),
+        ..ListQuery::default()
+    }
+}
+
 /// The run's traces (of the pinned step, if any), a page at a time: every trace
 /// of a step is reachable, however many there are.
 #[component]
-fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoView {
+fn RunTraceList(first: TraceList, run_id: String, query: ListQuery) -> impl IntoView {
     let traces = RwSignal::new(first.traces);
     // The root attributes these traces differ on: what tells sample 3 from sample 5.
     let differ = Memo::new(move |_| traces.with(|t| distinct::trace_keys(t, 3)));
@@ -251,8 +256,11 @@ fn RunTraceList(first: TraceList, run_id: String, query: String) -> impl IntoVie
         loading.set(true);
         let (run_id, query) = (run_id.clone(), query.clone());
         leptos::task::spawn_local(async move {
-            let q = format!("{query}limit={PAGE}&cursor={}", encode(&c));
-            match api::traces(Some(run_id), q).await {
+            let next = ListQuery {
+                cursor: Some(c),
+                ..query
+            };
+            match api::traces(Some(run_id), next).await {
                 Ok(page) => {
                     traces.update(|t| t.extend(page.traces));
                     cursor.set(page.next_cursor);

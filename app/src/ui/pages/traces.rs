@@ -11,7 +11,8 @@ use crate::ui::components::filters::Filters;
 use crate::ui::components::inspector::Inspector;
 use crate::ui::components::span_tree::{load_seed, SpanTree};
 use crate::ui::components::trace_list::TraceList;
-use crate::ui::url::WorkspaceUrl;
+use crate::ui::url::{WorkspaceUrl, LIST_PAGE};
+use treeline_wire::query::ListQuery;
 
 #[component]
 pub fn TracesPage() -> impl IntoView {
@@ -37,7 +38,13 @@ pub fn TracesPage() -> impl IntoView {
     });
     let list = Resource::new(
         move || list_key.get(),
-        |(run_id, q)| api::traces(run_id, format!("limit=50&{q}")),
+        |(run_id, q)| async move {
+            let query = ListQuery {
+                limit: Some(LIST_PAGE),
+                ..q?
+            };
+            api::traces(run_id, query).await
+        },
     );
     let selection = Memo::new(move |_| {
         let u = url.get();
