@@ -16,7 +16,7 @@ export PY_VENV
 export PATH := $(TOOLS_DIR)/bin:$(HOME)/.cargo/bin:$(PATH)
 DATA_DIR ?= ./treeline-data
 ADDR ?= 127.0.0.1:3000
-RUST_PACKAGES := -p treeline-wire -p treeline-app -p treeline-server -p treeline-client
+RUST_PACKAGES := -p treeline-wire -p treeline-store -p treeline-app -p treeline-server -p treeline-client
 say = @printf '\033[1m[make]\033[0m %s\n'
 
 # CI builds once from a clean clone: incremental caches would only cost disk there.
@@ -36,9 +36,9 @@ build: tools
 	@scripts/build-release.sh
 
 # `make test` runs its browser, Python and OTLP tests on the debug build of the server:
-# the Rust tests compiled all of it, so it only links the binary, where the optimised
-# build took 10-12 min more on 2 cores (its dependencies 6, the server crate 4-5).
-# Same code, the same bundle; `make build` makes the optimised binary `make run` serves.
+# the Rust tests compiled all of it, so it only links the binary instead of building
+# an optimised one (docs/building.md has the timings). Same code, the same bundle;
+# `make build` makes the optimised binary `make run` serves.
 ## test-build: the server (debug build) and the bundle, as `make test` runs them
 test-build: tools
 	@SERVER_PROFILE=dev scripts/build-release.sh
@@ -70,7 +70,7 @@ dev: tools
 # It lints while it builds: clippy's driver compiles the workspace's own crates
 # (RUSTC_WORKSPACE_WRAPPER, warnings denied), so the Rust tests' build and the wasm
 # build are also `make lint`'s clippy runs, instead of type-checking every crate a
-# second time (about 5 of CI's minutes). A lint fails the build that found it.
+# second time. A lint fails the build that found it.
 ## test: every test: lints, Rust on SQLite and PostgreSQL, the Python SDK, OTLP, the browser
 test: export TREELINE_BIN := $(CURDIR)/target/debug/treeline
 test: export RUSTC_WORKSPACE_WRAPPER := $(shell rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
@@ -100,16 +100,19 @@ lint: lint-quick
 	cargo clippy -p treeline-server --all-targets --no-default-features --features treeline-app/ssr -- -D warnings
 	cargo clippy --manifest-path tools/bundle/Cargo.toml --target-dir $(TOOLS_DIR)/target/bundle -- -D warnings
 
-# The checks that need no compiling: formatting, and the contract crate keeping
-# clients free of the UI (no Leptos under treeline-client).
+# The checks that need no compiling: formatting, the contract crate keeping clients
+# free of the UI (no Leptos under treeline-client), and the store keeping to its
+# layer (no HTTP framework or UI under treeline-store).
 lint-quick:
 	@if [ -n "$${CLIPPY_ARGS:-}" ] && [ ! -x "$${RUSTC_WORKSPACE_WRAPPER:-}" ]; then \
 	  echo "clippy-driver not found: rustup component add clippy"; exit 1; fi
-	$(say) "checking the formatting, and that treeline-client links no UI crate"
+	$(say) "checking the formatting, that treeline-client links no UI crate, and treeline-store no HTTP or UI"
 	cargo fmt --all -- --check
 	cargo fmt --manifest-path tools/bundle/Cargo.toml -- --check
 	@! cargo tree -p treeline-client -e normal | grep -E "leptos|web-sys" || \
 	  { echo "treeline-client links a UI crate (see above)"; exit 1; }
+	@! cargo tree -p treeline-store -e normal | grep -E "leptos|web-sys|axum|tower|hyper|treeline-(app|server|client)" || \
+	  { echo "treeline-store links a crate of a layer above it (see above)"; exit 1; }
 
 # In `make test` (clippy's driver set): the server without its default features,
 # which no other build of the run compiles. Its dependencies are the tests' already.

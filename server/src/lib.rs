@@ -7,12 +7,12 @@ pub mod cli;
 pub mod compare;
 #[cfg(feature = "devtools")]
 pub mod demo;
-pub mod failure;
 pub mod http;
-pub mod ingest;
 pub mod keys;
 pub mod otlp;
 pub mod serve;
 pub mod ssr;
-pub mod store;
 pub mod transfer;
+
+// Storage and ingest live in their own crate; these names keep their paths.
+pub use treeline_store::{self as store, failure, ingest};

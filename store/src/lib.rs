@@ -1,8 +1,14 @@
+//! Treeline's storage and ingest, with no HTTP or UI in reach: the compiler keeps
+//! the layers apart. It needs only the contract crate and sqlx.
+//!
 //! Storage, split by role: [`Reads`] (written once, over a [`dialect::Dialect`]),
 //! [`Ingest`], [`Idempotency`] and [`Access`] (keys and sessions). Each database has its own migrations and its
 //! own write path where behaviour truly differs (SQLite's group commit,
 //! PostgreSQL's run lock); one conformance suite (`tests/it/conformance.rs`) runs
 //! against both.
+
+pub mod failure;
+pub mod ingest;
 
 mod access;
 mod checkpoint;

@@ -467,7 +467,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Receipt;
+    use crate::Receipt;
     use treeline_wire::{parse_event, BatchResponse, RunUpsert};
 
     fn keyed(key: &str, span: &str) -> EventBatch {

@@ -17,42 +17,42 @@ const SQLITE: Embedded = Embedded(&[
     (
         1,
         "initial",
-        include_str!("../../migrations/sqlite/0001_initial.sql"),
+        include_str!("../migrations/sqlite/0001_initial.sql"),
     ),
     (
         2,
         "access",
-        include_str!("../../migrations/sqlite/0002_access.sql"),
+        include_str!("../migrations/sqlite/0002_access.sql"),
     ),
     (
         3,
         "trace numbers",
-        include_str!("../../migrations/sqlite/0003_trace_numbers.sql"),
+        include_str!("../migrations/sqlite/0003_trace_numbers.sql"),
     ),
     (
         4,
         "search",
-        include_str!("../../migrations/sqlite/0004_search.sql"),
+        include_str!("../migrations/sqlite/0004_search.sql"),
     ),
     (
         5,
         "sibling order",
-        include_str!("../../migrations/sqlite/0005_sibling_order.sql"),
+        include_str!("../migrations/sqlite/0005_sibling_order.sql"),
     ),
     (
         6,
         "body fingerprints",
-        include_str!("../../migrations/sqlite/0006_body_fingerprints.sql"),
+        include_str!("../migrations/sqlite/0006_body_fingerprints.sql"),
     ),
     (
         7,
         "failed roots",
-        include_str!("../../migrations/sqlite/0007_failed_roots.sql"),
+        include_str!("../migrations/sqlite/0007_failed_roots.sql"),
     ),
     (
         8,
         "revoked keys",
-        include_str!("../../migrations/sqlite/0008_revoked_keys.sql"),
+        include_str!("../migrations/sqlite/0008_revoked_keys.sql"),
     ),
 ]);
 
@@ -60,42 +60,42 @@ const POSTGRES: Embedded = Embedded(&[
     (
         1,
         "initial",
-        include_str!("../../migrations/postgres/0001_initial.sql"),
+        include_str!("../migrations/postgres/0001_initial.sql"),
     ),
     (
         2,
         "access",
-        include_str!("../../migrations/postgres/0002_access.sql"),
+        include_str!("../migrations/postgres/0002_access.sql"),
     ),
     (
         3,
         "trace numbers",
-        include_str!("../../migrations/postgres/0003_trace_numbers.sql"),
+        include_str!("../migrations/postgres/0003_trace_numbers.sql"),
     ),
     (
         4,
         "search",
-        include_str!("../../migrations/postgres/0004_search.sql"),
+        include_str!("../migrations/postgres/0004_search.sql"),
     ),
     (
         5,
         "sibling order",
-        include_str!("../../migrations/postgres/0005_sibling_order.sql"),
+        include_str!("../migrations/postgres/0005_sibling_order.sql"),
     ),
     (
         6,
         "body fingerprints",
-        include_str!("../../migrations/postgres/0006_body_fingerprints.sql"),
+        include_str!("../migrations/postgres/0006_body_fingerprints.sql"),
     ),
     (
         7,
         "failed roots",
-        include_str!("../../migrations/postgres/0007_failed_roots.sql"),
+        include_str!("../migrations/postgres/0007_failed_roots.sql"),
     ),
     (
         8,
         "revoked keys",
-        include_str!("../../migrations/postgres/0008_revoked_keys.sql"),
+        include_str!("../migrations/postgres/0008_revoked_keys.sql"),
     ),
 ]);
 
