@@ -11,16 +11,11 @@ DATA="$ROOT/target/bench-huge"
 mkdir -p "$DATA"
 say "the million-span trace in ${DATA#"$ROOT"/} (written once, about 15 s)"
 "$TREELINE" bench huge-trace --build-only --database-url "sqlite:$DATA/treeline.db"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$TREELINE" serve --addr "127.0.0.1:$PORT" --data-dir "$DATA" >"$DATA/server.log" 2>&1 &
-SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true; wait $SERVER 2>/dev/null || true' EXIT
-up=""
-for _ in $(seq 1 100); do
-  curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && { up=1; break; }
-  sleep 0.1
-done
-[ -n "$up" ] || { say "the server did not answer; its log:"; cat "$DATA/server.log"; exit 1; }
+# shellcheck source=scripts/lib/serve.sh
+source "$ROOT/scripts/lib/serve.sh" # free_port, serve PORT DATA, stop_servers
+trap stop_servers EXIT
+PORT=$(free_port)
+serve "$PORT" "$DATA"
 cd "$ROOT/end2end"
 say "timing it in ${CHROMIUM:-/usr/bin/chromium}"
 BASE_URL="http://127.0.0.1:$PORT" npx playwright test --config perf.config.ts

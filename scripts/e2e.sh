@@ -9,25 +9,15 @@ say() { printf '\033[1m[e2e]\033[0m %s\n' "$*"; }
 TREELINE="${TREELINE_BIN:-$ROOT/target/release/treeline}"
 DATA=$(mktemp -d /tmp/treeline-e2e.XXXXXX)
 AUTH_DATA=$(mktemp -d /tmp/treeline-e2e-auth.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/lib/serve.sh
+source "$ROOT/scripts/lib/serve.sh" # free_port, serve PORT DATA, stop_servers
 PORT=$(free_port)
 AUTH_PORT=$(free_port)
-SERVERS=()
 cleanup() {
-  for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  stop_servers
   rm -rf "$DATA" "$AUTH_DATA"
 }
 trap cleanup EXIT
-# serve PORT DATA: starts a server and waits until it answers.
-serve() {
-  "$TREELINE" serve --addr "127.0.0.1:$1" --data-dir "$2" >"$2/server.log" 2>&1 &
-  SERVERS+=($!)
-  for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$1/healthz" >/dev/null && return 0
-    sleep 0.1
-  done
-  cat "$2/server.log"; exit 1
-}
 say "starting ${TREELINE#"$ROOT"/} on 127.0.0.1:$PORT with a fresh data directory"
 serve "$PORT" "$DATA"
 # A team server: keys stored with `treeline keys create`, so it asks for sign-in.

@@ -23,40 +23,26 @@ import json
 import os
 import pstats
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
 import treeline as tl
+from treeline.testing import LocalServer, ServerStartError
 
 SPANS_PER_TRACE = 50
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def start_server(binary):
+    """`binary serve` on a temporary data directory, which holds its log too (main
+    removes it at the end); exits with the log's tail if it does not start."""
     data = tempfile.mkdtemp(prefix="treeline-bench-")
-    port = free_port()
-    log = open(os.path.join(data, "server.log"), "wb")
-    proc = subprocess.Popen([binary, "serve", "--addr", "127.0.0.1:%d" % port,
-                             "--data-dir", data], stdout=log, stderr=subprocess.STDOUT)
-    url = "http://127.0.0.1:%d" % port
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1):
-                return proc, url, data
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    sys.exit("the server did not start; see %s" % log.name)
+    server = LocalServer(binary, data_dir=data, log=os.path.join(data, "server.log"))
+    try:
+        return server.start(timeout=30)
+    except ServerStartError as err:
+        sys.exit("the server did not start: %s" % err)
 
 
 def server_cpu(proc):
@@ -137,12 +123,14 @@ def main():
     parser.add_argument("--max-inflight", type=int, default=4,
                         help="span-event requests in flight (the SDK's default: 4)")
     args = parser.parse_args()
-    proc = data = None
+    server = None
     url = args.url
     if url is None:
         if not args.bin:
             sys.exit("give --url of a running server, or --bin (or $TREELINE_BIN) to start one")
-        proc, url, data = start_server(args.bin)
+        server = start_server(args.bin)
+        url = server.url
+    proc = server.proc if server else None
     try:
         print("compression: %s" % (tl.compression() if args.compression == "auto"
                                    else args.compression))
@@ -150,10 +138,9 @@ def main():
             measure(url, args.traces, capture, args.profile, args.compression, proc,
                     args.max_inflight)
     finally:
-        if proc is not None:
-            proc.terminate()
-            proc.wait(10)
-            shutil.rmtree(data, ignore_errors=True)
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server.data_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

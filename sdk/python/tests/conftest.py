@@ -7,9 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -24,7 +22,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 import treeline as tl  # noqa: E402
 from treeline.transport import Unreachable  # noqa: E402
-from fakeserver import free_port, zstd_decompress  # noqa: E402
+from treeline.testing import LocalServer, ServerStartError  # noqa: E402
+from fakeserver import zstd_decompress  # noqa: E402
 
 
 class MemoryTransport:
@@ -137,45 +136,19 @@ def create_key(data_dir, scope, project=None):
     return made.stdout.strip().splitlines()[-1]
 
 
-class ServerProcess:
+class ServerProcess(LocalServer):
+    """`treeline serve` for one test or the session; a failed start fails the test."""
+
     def __init__(self, port=None, data_dir=None, args=()):
-        self.args = list(args)  # more `serve` flags, e.g. ["--api-key-file", path]
-        self.port = port or free_port()
-        self.data_dir = data_dir or tempfile.mkdtemp(prefix="treeline-data-")
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.proc = None
-        self.log = tempfile.NamedTemporaryFile(prefix="treeline-server-", suffix=".log",
-                                               delete=False)
+        # args: more `serve` flags, e.g. ["--api-key-file", path]
+        super().__init__(_binary(), data_dir=data_dir, port=port, args=args)
 
     def start(self, timeout=20.0):
-        self.proc = subprocess.Popen(
-            [_binary(), "serve", "--addr", "127.0.0.1:%d" % self.port,
-             "--data-dir", self.data_dir] + self.args,
-            stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail("treeline serve exited with %s; log: %s\n%s" % (
-                    self.proc.returncode, self.log.name, open(self.log.name).read()[-3000:]))
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as resp:
-                    if resp.status == 200:
-                        return self
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.1)
-        self.stop()
-        pytest.fail("treeline serve did not answer /healthz within %.0f s; log: %s"
-                    % (timeout, self.log.name))
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        try:
+            return super().start(timeout)
+        except ServerStartError as err:
+            failure = str(err)
+        pytest.fail(failure)  # outside the except, so the report is the log, not a chain
 
     def get(self, path):
         """GET a query endpoint; returns (status, JSON)."""
