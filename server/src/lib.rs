@@ -10,6 +10,7 @@ pub mod demo;
 pub mod http;
 pub mod keys;
 pub mod otlp;
+pub mod process;
 pub mod serve;
 pub mod ssr;
 pub mod transfer;

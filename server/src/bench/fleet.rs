@@ -2,10 +2,11 @@
 //! database, which the soak may kill with SIGKILL and start again on the same port.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use crate::failure::{Context, Failure, Outcome};
+use crate::process::{spawn_serve, wait_healthy, Storage};
 
 pub(crate) struct Fleet {
     exe: PathBuf,
@@ -68,44 +69,26 @@ impl Fleet {
 
     /// Starts server `i` (again), and waits until it answers its health check.
     pub(crate) async fn restart(&mut self, i: usize) -> Outcome {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(self.log_path(i))
-            .context("cannot open a server log")?;
-        let err_log = log.try_clone().context("cannot open a server log")?;
+        let log = self.log_path(i);
+        let data = self.root.join("data");
+        let storage = match &self.database_url {
+            Some(url) => Storage::Database(url),
+            None => Storage::DataDir(&data),
+        };
         let Some(server) = self.servers.get_mut(i) else {
             return Err(Failure::msg(format!("there is no server {i}")));
         };
-        let mut command = Command::new(&self.exe);
-        command.args(["serve", "--addr", &server.addr]);
-        match &self.database_url {
-            Some(url) => command.args(["--database-url", url]),
-            None => command.arg("--data-dir").arg(self.root.join("data")),
-        };
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err_log)
-            .spawn()
+        let child = spawn_serve(&self.exe, &server.addr, storage, &log)
             .context("cannot start treeline serve")?;
         server.child = Some(child);
-        let health = format!("http://{}{}", server.addr, treeline_wire::routes::HEALTH);
-        let http = reqwest::Client::new();
-        for _ in 0..600 {
-            if http
-                .get(&health)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let base = format!("http://{}", server.addr);
+        if wait_healthy(&base, Duration::from_secs(30)).await {
+            return Ok(());
         }
         Err(Failure::msg(format!(
-            "server {i} did not answer {health} within 30 s (its log: {})",
-            self.log_path(i).display()
+            "server {i} did not answer {base}{} within 30 s (its log: {})",
+            treeline_wire::routes::HEALTH,
+            log.display()
         )))
     }
 

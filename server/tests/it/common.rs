@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
+use treeline_server::process;
 use treeline_server::store::{self, Store};
 use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 
@@ -180,33 +181,16 @@ impl Drop for ServerProcess {
 }
 
 pub(crate) fn serve(data_dir: &std::path::Path, addr: &str) -> ServerProcess {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(data_dir.join("server.log"))
-        .expect("server log");
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
-        .args(["serve", "--addr", addr, "--data-dir"])
-        .arg(data_dir)
-        .stdout(log.try_clone().expect("server log"))
-        .stderr(log)
-        .spawn()
-        .expect("treeline serve starts");
-    ServerProcess(child)
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_treeline"));
+    let log = data_dir.join("server.log");
+    let storage = process::Storage::DataDir(data_dir);
+    ServerProcess(process::spawn_serve(exe, addr, storage, &log).expect("treeline serve starts"))
 }
 
 /// Waits until the server at `base` answers its health check.
 pub(crate) async fn wait_ready(base: &str) {
-    let http = reqwest::Client::new();
-    for _ in 0..200 {
-        if let Ok(r) = http.get(format!("{base}/healthz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("treeline serve did not answer /healthz at {base}");
+    let ready = process::wait_healthy(base, std::time::Duration::from_secs(10)).await;
+    assert!(ready, "treeline serve did not answer /healthz at {base}");
 }
 
 /// Each case once on each database: `on_both!(ATTRIBUTE, |t| ARGUMENT; case, …)` makes

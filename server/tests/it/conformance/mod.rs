@@ -1,0 +1,16 @@
+//! One storage conformance suite, run against SQLite and PostgreSQL: the ingest rules
+//! and reads of docs/api.md, seen through the `Store` traits. Each theme is a module;
+//! every case runs on both databases (`on_both!`).
+
+use std::sync::Arc;
+
+use treeline_server::store::Store;
+
+type S = Arc<dyn Store>;
+
+mod batches;
+mod ingest_rules;
+mod invariance;
+mod runs;
+mod span_tree;
+mod trace_lists;

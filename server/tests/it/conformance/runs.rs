@@ -1,0 +1,234 @@
+//! Runs and metrics: creation, projects, steps, metric series and finding runs.
+
+use crate::common::on_both;
+use crate::common::{close, open, run, with, write};
+use serde_json::json;
+use treeline_server::store::StoreError;
+use treeline_wire::{MetricPoint, RunUpsert};
+
+use super::S;
+
+async fn step_activity_counts_traces_per_step_and_the_unstepped(s: S) {
+    run(&s, "r1").await;
+    for (i, (step, status)) in [
+        (Some(1), "ok"),
+        (Some(1), "error"),
+        (Some(2), "ok"),
+        (None, "ok"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let t = format!("t{i}");
+        let mut o = open(&t, "root", None, "rollout", 0);
+        if let Some(step) = step {
+            o = with(o, json!({"step": step}));
+        }
+        write(&s, "r1", &[o, close(&t, "root", status, 1)]).await;
+    }
+    write(
+        &s,
+        "r1",
+        &[with(
+            open("t9", "root", None, "rollout", 0),
+            json!({"step": 2}),
+        )],
+    )
+    .await;
+    let steps = s.reads().steps("r1", None, None).await.unwrap();
+    let got: Vec<_> = steps
+        .steps
+        .iter()
+        .map(|a| (a.step, a.traces, a.errored, a.running))
+        .collect();
+    assert_eq!(got, vec![(1, 2, 1, 0), (2, 2, 0, 1)]);
+    assert_eq!(
+        (
+            steps.totals.traces,
+            steps.totals.errored,
+            steps.totals.running,
+            steps.totals.unstepped
+        ),
+        (5, 1, 1, 1)
+    );
+    assert_eq!(
+        (steps.totals.min_step, steps.totals.max_step),
+        (Some(1), Some(2))
+    );
+    assert!(!steps.truncated);
+    let only_two = s.reads().steps("r1", Some(2), Some(2)).await.unwrap();
+    assert_eq!(only_two.steps.len(), 1);
+}
+
+async fn runs_are_created_once_and_keep_their_project(s: S) {
+    let up = RunUpsert {
+        project: "a".into(),
+        name: Some("first".into()),
+        config: Some(json!({"lr": 0.1})),
+        start_us: Some(10),
+    };
+    assert!(s.upsert_run("r1", &up, 1).await.unwrap());
+    assert!(!s
+        .upsert_run(
+            "r1",
+            &RunUpsert {
+                name: Some("renamed".into()),
+                ..up.clone()
+            },
+            2
+        )
+        .await
+        .unwrap());
+    let conflict = s
+        .upsert_run(
+            "r1",
+            &RunUpsert {
+                project: "b".into(),
+                ..up.clone()
+            },
+            3,
+        )
+        .await;
+    assert!(matches!(conflict, Err(StoreError::ProjectConflict { .. })));
+    let run = s.reads().get_run("r1").await.unwrap().unwrap();
+    assert_eq!(
+        (run.summary.name.as_str(), run.config.clone()),
+        ("renamed", json!({"lr": 0.1}))
+    );
+    let missing = s.write_events("nope", vec![], 1).await;
+    assert!(matches!(missing, Err(StoreError::RunNotFound(_))));
+    assert!(s.reads().get_run("nope").await.unwrap().is_none());
+}
+
+async fn metrics_are_kept_by_step_and_read_in_order(s: S) {
+    run(&s, "r1").await;
+    let p = |step, value| MetricPoint {
+        key: "train/loss".into(),
+        step,
+        value,
+        ts: None,
+    };
+    s.write_metrics("r1", &[p(3, 0.3), p(1, 0.9), p(2, 0.5)])
+        .await
+        .unwrap();
+    s.write_metrics("r1", &[p(2, 0.4)]).await.unwrap();
+    assert_eq!(
+        s.reads().metric_series("r1", "train/loss").await.unwrap(),
+        vec![(1, 0.9), (2, 0.4), (3, 0.3)]
+    );
+    assert_eq!(
+        s.reads().get_run("r1").await.unwrap().unwrap().metric_keys,
+        vec!["train/loss".to_string()]
+    );
+}
+
+async fn a_batch_repeating_a_key_and_step_keeps_the_last_value(s: S) {
+    run(&s, "r1").await;
+    let p = |step, value| MetricPoint {
+        key: "reward".into(),
+        step,
+        value,
+        ts: None,
+    };
+    // A loop that logs once per micro-batch repeats (key, step) in one request.
+    s.write_metrics("r1", &[p(1, 0.1), p(2, 0.2), p(1, 0.3), p(1, 0.5)])
+        .await
+        .unwrap();
+    assert_eq!(
+        s.reads().metric_series("r1", "reward").await.unwrap(),
+        vec![(1, 0.5), (2, 0.2)]
+    );
+}
+
+async fn racing_creations_of_one_run_create_it_once(s: S) {
+    let up = |project: &str| RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let s = s.clone();
+        let project = if i % 2 == 0 { "a" } else { "b" };
+        let run = up(project);
+        tasks.push(tokio::spawn(async move {
+            (project, s.upsert_run("r1", &run, 1).await)
+        }));
+    }
+    let mut created = Vec::new();
+    let mut conflicts = 0;
+    let mut updated = Vec::new();
+    for t in tasks {
+        match t.await.unwrap() {
+            (project, Ok(true)) => created.push(project),
+            (project, Ok(false)) => updated.push(project),
+            (_, Err(StoreError::ProjectConflict { .. })) => conflicts += 1,
+            (_, Err(e)) => panic!("unexpected error: {e}"),
+        }
+    }
+    assert_eq!(created.len(), 1, "exactly one request creates the run");
+    let winner = created[0];
+    let stored = s
+        .reads()
+        .get_run("r1")
+        .await
+        .unwrap()
+        .unwrap()
+        .summary
+        .project;
+    assert_eq!(stored, winner);
+    // Every other request of the winner's project updates; the other project's
+    // requests all answer a conflict.
+    assert_eq!(updated.len(), 3);
+    assert!(updated.iter().all(|p| *p == winner));
+    assert_eq!(conflicts, 4);
+}
+
+async fn runs_are_found_by_a_piece_of_their_name_or_id(s: S) {
+    for (id, name) in [
+        ("ppo-1", "PPO seed 1"),
+        ("grpo-7", "grpo math"),
+        ("x_100%", "odd"),
+    ] {
+        let upsert = RunUpsert {
+            project: "p".into(),
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        s.upsert_run(id, &upsert, 1).await.expect("run");
+    }
+    let found = |q: &'static str| {
+        let s = s.clone();
+        async move {
+            let mut ids: Vec<String> = s
+                .reads()
+                .list_runs(None, Some(q), 50, None)
+                .await
+                .expect("runs")
+                .runs
+                .into_iter()
+                .map(|r| r.run_id)
+                .collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(found("po").await, ["grpo-7", "ppo-1"]);
+    assert_eq!(found("PPO").await, ["ppo-1"]);
+    assert_eq!(found("MATH").await, ["grpo-7"]);
+    assert_eq!(
+        found("%").await,
+        ["x_100%"],
+        "a % is a character, not a wildcard"
+    );
+    assert_eq!(found("_1").await, ["x_100%"]);
+    assert!(found("nothing").await.is_empty());
+}
+
+on_both!(tokio::test, |t| t.store.clone();
+    step_activity_counts_traces_per_step_and_the_unstepped,
+    runs_are_created_once_and_keep_their_project,
+    metrics_are_kept_by_step_and_read_in_order,
+    a_batch_repeating_a_key_and_step_keeps_the_last_value,
+    racing_creations_of_one_run_create_it_once,
+    runs_are_found_by_a_piece_of_their_name_or_id,
+);

@@ -1,0 +1,581 @@
+//! Trace lists: filters, search, sorting, paging, match counts and attribute keys.
+
+use std::collections::HashSet;
+
+use crate::common::on_both;
+use crate::common::{close, open, run, with, write};
+use serde_json::json;
+use treeline_server::store::{Cursor, TraceQuery, TraceSort};
+use treeline_wire::filter::TraceFilter;
+use treeline_wire::{RunUpsert, SpanKind, SpanStatus};
+
+use super::S;
+
+async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
+    run(&s, "r1").await;
+    run(&s, "r2").await;
+    for i in 0..30 {
+        let t = format!("trace{i:02}");
+        let name = if i % 3 == 0 {
+            format!("rollout.step{i}.g2")
+        } else {
+            format!("eval {i}")
+        };
+        let kind = if i % 2 == 0 { "rollout" } else { "evaluator" };
+        let o = with(
+            open(&t, "root", None, kind, i),
+            json!({"name": name, "step": i, "thread_id": format!("worker-{}", i % 4)}),
+        );
+        write(
+            &s,
+            "r1",
+            &[
+                o,
+                close(
+                    &t,
+                    "root",
+                    if i % 5 == 0 { "error" } else { "ok" },
+                    100 + 2 * i,
+                ),
+            ],
+        )
+        .await;
+    }
+    write(&s, "r2", &[open("other", "root", None, "rollout", 0)]).await;
+    let base = TraceQuery {
+        run_id: Some("r1".into()),
+        limit: 50,
+        ..Default::default()
+    };
+    assert_eq!(s.reads().list_traces(&base).await.unwrap().traces.len(), 30);
+    let errors = TraceQuery {
+        statuses: vec![SpanStatus::Error],
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads().list_traces(&errors).await.unwrap().traces.len(),
+        6
+    );
+    let kinds = TraceQuery {
+        kinds: SpanKind::bits_of(&[SpanKind::Evaluator]),
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads().list_traces(&kinds).await.unwrap().traces.len(),
+        15
+    );
+    let search = TraceQuery {
+        terms: vec!["ROLLOUT".into(), "step".into()],
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads().list_traces(&search).await.unwrap().traces.len(),
+        10
+    );
+    let by_thread = TraceQuery {
+        terms: vec!["worker-1".into()],
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads()
+            .list_traces(&by_thread)
+            .await
+            .unwrap()
+            .traces
+            .len(),
+        8
+    );
+    let by_id = TraceQuery {
+        terms: vec!["trace2".into()],
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads().list_traces(&by_id).await.unwrap().traces.len(),
+        10
+    );
+    let pinned = TraceQuery {
+        min_step: Some(7),
+        max_step: Some(7),
+        ..base.clone()
+    };
+    let pinned = s.reads().list_traces(&pinned).await.unwrap().traces;
+    assert_eq!((pinned.len(), pinned[0].trace_id.as_str()), (1, "trace07"));
+    let everywhere = TraceQuery {
+        limit: 100,
+        ..Default::default()
+    };
+    assert_eq!(
+        s.reads()
+            .list_traces(&everywhere)
+            .await
+            .unwrap()
+            .traces
+            .len(),
+        31
+    );
+
+    for sort in [
+        TraceSort::Updated,
+        TraceSort::Duration,
+        TraceSort::Spans,
+        TraceSort::Errors,
+    ] {
+        for ascending in [false, true] {
+            let mut seen = Vec::new();
+            let mut query = TraceQuery {
+                limit: 7,
+                sort: sort.clone(),
+                ascending,
+                ..base.clone()
+            };
+            loop {
+                let page = s.reads().list_traces(&query).await.unwrap();
+                seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+                match page.next_cursor {
+                    Some(c) => query.cursor = Some(Cursor::decode(&c).unwrap()),
+                    None => break,
+                }
+            }
+            let unique: HashSet<_> = seen.iter().collect();
+            assert_eq!(
+                (seen.len(), unique.len()),
+                (30, 30),
+                "{sort:?} ascending={ascending}"
+            );
+        }
+    }
+    let by_duration = TraceQuery {
+        sort: TraceSort::Duration,
+        limit: 1,
+        ..base.clone()
+    };
+    assert_eq!(
+        s.reads().list_traces(&by_duration).await.unwrap().traces[0].trace_id,
+        "trace29"
+    );
+}
+
+/// Search resolves its terms through the name list and the id-prefix indexes: a term
+/// finds what a scan would, in the scope asked for, and one that matches nothing
+/// anywhere answers an empty list.
+async fn search_finds_names_and_id_prefixes_in_scope(s: S) {
+    let in_project = |project: &str| RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    };
+    s.upsert_run("r1", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r2", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r3", &in_project("beta"), 1).await.unwrap();
+    let root = |trace: &str, name: &str, extra: serde_json::Value| {
+        let named = with(
+            open(trace, "root", None, "rollout", 10),
+            json!({ "name": name }),
+        );
+        with(named, extra)
+    };
+    write(
+        &s,
+        "r1",
+        &[
+            root("ABCdef01", "Math rollout", json!({"thread_id": "Worker-7"})),
+            root(
+                "t-2",
+                "math rollout",
+                json!({"attributes": {"rollout_id": "Prompt-0042"}}),
+            ),
+            root("t-3", "100% done", json!({})),
+        ],
+    )
+    .await;
+    // A child first: the trace is listed under a placeholder name until its root
+    // names it.
+    write(&s, "r2", &[open("late", "c", Some("root"), "tool", 5)]).await;
+    write(&s, "r2", &[root("late", "late root", json!({}))]).await;
+    write(&s, "r3", &[root("t-9", "rare beta name", json!({}))]).await;
+
+    let found = |project: Option<&str>, run: Option<&str>, terms: &[&str]| {
+        let query = TraceQuery {
+            project: project.map(Into::into),
+            run_id: run.map(Into::into),
+            terms: terms.iter().map(|t| t.to_string()).collect(),
+            limit: 1,
+            ..Default::default()
+        };
+        let s = s.clone();
+        async move {
+            let mut ids = every_page(&s, query).await;
+            ids.sort();
+            ids
+        }
+    };
+    let alpha = Some("alpha");
+    assert_eq!(
+        found(alpha, None, &["nothing-here"]).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(found(alpha, None, &["abcD"]).await, ["ABCdef01"]);
+    assert_eq!(found(alpha, None, &["worker-"]).await, ["ABCdef01"]);
+    assert_eq!(found(alpha, None, &["prompt-00"]).await, ["t-2"]);
+    assert_eq!(found(alpha, None, &["ROLLOUT"]).await, ["ABCdef01", "t-2"]);
+    assert_eq!(found(alpha, None, &["rollout", "t-"]).await, ["t-2"]);
+    assert_eq!(found(alpha, None, &["late root"]).await, ["late"]);
+    // Wildcards are literal: `%` only in a name that has one, `_` nowhere.
+    assert_eq!(found(alpha, None, &["0%"]).await, ["t-3"]);
+    assert_eq!(found(alpha, None, &["t_"]).await, Vec::<String>::new());
+    // Scope: another project's name, another run's id.
+    assert_eq!(found(alpha, None, &["rare"]).await, Vec::<String>::new());
+    assert_eq!(found(None, None, &["rare"]).await, ["t-9"]);
+    assert_eq!(found(Some("beta"), None, &["t-"]).await, ["t-9"]);
+    assert_eq!(
+        found(None, Some("r1"), &["late"]).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(found(None, Some("r2"), &["late"]).await, ["late"]);
+
+    // More ids than the search lists: the term is matched trace by trace, and the
+    // pages still hold each match once.
+    let many: Vec<_> = (0..600)
+        .map(|i| open(&format!("bulk-{i:03}"), "root", None, "rollout", i))
+        .collect();
+    write(&s, "r1", &many).await;
+    let query = TraceQuery {
+        project: Some("alpha".into()),
+        terms: vec!["BULK-".into()],
+        limit: 250,
+        ..Default::default()
+    };
+    let ids = every_page(&s, query).await;
+    assert_eq!(ids.len(), 600);
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 600);
+}
+
+/// Twelve traces of one run with root attributes of every type, three of them with
+/// a failed child under a root that recovered.
+async fn attribute_run(s: &S) {
+    run(s, "r1").await;
+    for i in 0..12i64 {
+        let t = format!("t{i:02}");
+        let mut attributes = json!({
+            "task": if i % 2 == 0 { "math word" } else { "code" },
+            "solved": i % 3 == 0,
+        });
+        if i == 0 {
+            // An integer, as a JSON encoder may write 0.0: it sorts among the reals.
+            attributes["reward"] = json!(0);
+        } else if i < 10 {
+            attributes["reward"] = json!(i as f64 / 10.0);
+        } else if i == 10 {
+            attributes["reward"] = json!("high");
+        }
+        let mut events = vec![with(
+            open(&t, "root", None, "rollout", i * 10),
+            json!({"step": i, "attributes": attributes}),
+        )];
+        if i % 4 == 1 {
+            events.push(open(&t, "tool", Some("root"), "tool", i * 10 + 1));
+            events.push(close(&t, "tool", "error", i * 10 + 2));
+        }
+        events.push(close(&t, "root", "ok", i * 10 + 5));
+        write(s, "r1", &events).await;
+    }
+}
+
+/// The trace ids (their numbers) a list with `filters` gives, in id order.
+async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        filters: filters
+            .iter()
+            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+            .collect(),
+        limit: 100,
+        ..Default::default()
+    };
+    let mut ids: Vec<i64> = s
+        .reads()
+        .list_traces(&query)
+        .await
+        .expect("list")
+        .traces
+        .iter()
+        .map(|t| t.trace_id[1..].parse().expect("a number"))
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
+    attribute_run(&s).await;
+    let cases: &[(&[&str], &[i64])] = &[
+        (&["attr.reward < 0.5"], &[0, 1, 2, 3, 4]),
+        (&["attr.reward >= 0.5"], &[5, 6, 7, 8, 9]),
+        (&["attr.reward > 0.25", "attr.reward <= 0.4"], &[3, 4]),
+        // A number never equals a string, either way round.
+        (&["attr.reward != 0.3"], &[0, 1, 2, 4, 5, 6, 7, 8, 9]),
+        (&["attr.reward = high"], &[10]),
+        (&["attr.reward > \"a\""], &[10]),
+        (&["attr.reward exists"], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
+        (&["attr.missing exists"], &[]),
+        (&["attr.missing < 1"], &[]),
+        (&["attr.task = \"math word\""], &[0, 2, 4, 6, 8, 10]),
+        (&["attr.task < d"], &[1, 3, 5, 7, 9, 11]),
+        (&["attr.task = 1"], &[]),
+        (&["attr.solved = true"], &[0, 3, 6, 9]),
+        (&["attr.solved != true"], &[1, 2, 4, 5, 7, 8, 10, 11]),
+        (&["attr.solved = false", "attr.task = code"], &[1, 5, 7, 11]),
+        // Failed beneath, though every root recovered.
+        (&["error_count > 0"], &[1, 5, 9]),
+        (&["error_count > 0", "attr.reward < 0.5"], &[1]),
+        (&["span_count >= 2"], &[1, 5, 9]),
+        (&["step >= 5", "step <= 8"], &[5, 6, 7, 8]),
+        (&["step = 3"], &[3]),
+        (
+            &["duration_us = 5"],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+        ),
+        (&["rank exists"], &[]),
+        (&["error_count = \"1\""], &[]),
+        (&["error_count != true"], &[]),
+    ];
+    for (filters, want) in cases {
+        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
+    }
+    // Filters combine with the other criteria and page without repeats or gaps.
+    let mut query = TraceQuery {
+        run_id: Some("r1".into()),
+        statuses: vec![SpanStatus::Ok],
+        filters: vec![TraceFilter::parse("attr.reward exists").expect("valid")],
+        sort: TraceSort::Errors,
+        limit: 3,
+        ..Default::default()
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = s.reads().list_traces(&query).await.expect("page");
+        seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 11);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), 11);
+    assert_eq!(
+        &seen[..3],
+        ["t09", "t05", "t01"],
+        "errors first, then ids descending"
+    );
+}
+
+async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
+    attribute_run(&s).await;
+    // A reward that was a number and then is not: it sorts with the traces that lack one.
+    let numbered = with(
+        open("t12", "root", None, "rollout", 200),
+        json!({"attributes": {"reward": 0.95}}),
+    );
+    write(&s, "r1", &[numbered]).await;
+    let unnumbered = with(
+        close("t12", "root", "ok", 205),
+        json!({"attributes": {"reward": "n/a"}}),
+    );
+    write(&s, "r1", &[unnumbered]).await;
+    let numbers = [
+        "t00", "t01", "t02", "t03", "t04", "t05", "t06", "t07", "t08", "t09",
+    ];
+    for ascending in [false, true] {
+        // Numbers in order, then the rest by last update, the same way round.
+        let mut want: Vec<&str> = numbers.to_vec();
+        let mut rest = vec!["t10", "t11", "t12"];
+        if !ascending {
+            want.reverse();
+            rest.reverse();
+        }
+        want.extend(rest);
+        // Pages that end inside the numbers, exactly at their end, and past it.
+        for limit in [1, 3, 4, 5, 10, 11, 13, 50] {
+            let query = TraceQuery {
+                run_id: Some("r1".into()),
+                sort: TraceSort::Attr("reward".into()),
+                ascending,
+                limit,
+                ..Default::default()
+            };
+            let seen = every_page(&s, query).await;
+            assert_eq!(seen, want, "ascending: {ascending}, limit {limit}");
+        }
+        // A range on the sort's own attribute, across every project.
+        let query = TraceQuery {
+            sort: TraceSort::Attr("reward".into()),
+            filters: vec![TraceFilter::parse("attr.reward < 0.35").expect("valid")],
+            ascending,
+            limit: 2,
+            ..Default::default()
+        };
+        let mut want = vec!["t00", "t01", "t02", "t03"];
+        if !ascending {
+            want.reverse();
+        }
+        assert_eq!(every_page(&s, query).await, want, "ascending: {ascending}");
+    }
+    // With a filter, and a key that no trace has: every trace, by id.
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        sort: TraceSort::Attr("nope".into()),
+        filters: vec![TraceFilter::parse("error_count > 0").expect("valid")],
+        limit: 10,
+        ..Default::default()
+    };
+    let ids: Vec<String> = s
+        .reads()
+        .list_traces(&query)
+        .await
+        .expect("list")
+        .traces
+        .into_iter()
+        .map(|t| t.trace_id)
+        .collect();
+    assert_eq!(ids, ["t09", "t05", "t01"]);
+}
+
+/// The trace ids of every page of `query`, following its cursors.
+async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
+    let mut seen = Vec::new();
+    loop {
+        let page = s.reads().list_traces(&query).await.expect("page");
+        seen.extend(page.traces.into_iter().map(|t| t.trace_id));
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(Cursor::decode(&c).expect("cursor")),
+            None => return seen,
+        }
+    }
+}
+
+async fn a_first_page_counts_its_matches(s: S) {
+    attribute_run(&s).await;
+    let page = |filters: &[&str], limit: usize, cursor: Option<Cursor>| TraceQuery {
+        run_id: Some("r1".into()),
+        filters: filters
+            .iter()
+            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+            .collect(),
+        limit,
+        cursor,
+        ..Default::default()
+    };
+    // 12 traces, 6 of them "code": counted past the first page's 4.
+    let first = s
+        .reads()
+        .list_traces(&page(&["attr.task = code"], 4, None))
+        .await
+        .expect("list");
+    assert_eq!(
+        (first.traces.len(), first.matched, first.matched_more),
+        (4, Some(6), false)
+    );
+    let cursor = Cursor::decode(first.next_cursor.as_deref().expect("more")).expect("cursor");
+    let second = s
+        .reads()
+        .list_traces(&page(&["attr.task = code"], 4, Some(cursor)))
+        .await
+        .expect("list");
+    assert_eq!((second.traces.len(), second.matched), (2, None));
+    let all = s
+        .reads()
+        .list_traces(&page(&[], 50, None))
+        .await
+        .expect("list");
+    assert_eq!(all.matched, Some(12));
+    // Across runs, only a first page that holds every match is counted.
+    let mut across = page(&["attr.task = code"], 4, None);
+    across.run_id = None;
+    let across = s.reads().list_traces(&across).await.expect("list");
+    assert_eq!((across.traces.len(), across.matched), (4, None));
+    let none = s
+        .reads()
+        .list_traces(&page(&["attr.task = chess"], 4, None))
+        .await
+        .expect("list");
+    assert_eq!(none.matched, Some(0));
+}
+
+async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
+    attribute_run(&s).await;
+    let keys = s
+        .reads()
+        .attribute_keys("r1")
+        .await
+        .expect("keys")
+        .attributes;
+    let find = |key: &str, kind: &str| {
+        keys.iter()
+            .find(|k| k.key == key && k.kind == kind)
+            .unwrap_or_else(|| panic!("{key} {kind} in {keys:?}"))
+    };
+    let reward = find("reward", "number");
+    assert_eq!(
+        (reward.traces, reward.min, reward.max),
+        (10, Some(0.0), Some(0.9))
+    );
+    assert!(reward.values.is_empty());
+    let high = find("reward", "string");
+    assert_eq!(high.traces, 1);
+    assert_eq!(high.values[0].value, "high");
+    let task = find("task", "string");
+    assert_eq!(task.traces, 12);
+    let values: Vec<(&str, i64)> = task
+        .values
+        .iter()
+        .map(|v| (v.value.as_str(), v.traces))
+        .collect();
+    assert_eq!(values, [("code", 6), ("math word", 6)]);
+    let solved = find("solved", "boolean");
+    let values: Vec<(&str, i64)> = solved
+        .values
+        .iter()
+        .map(|v| (v.value.as_str(), v.traces))
+        .collect();
+    assert_eq!(values, [("false", 8), ("true", 4)]);
+    assert_eq!(keys.len(), 4);
+    // A value longer than a line (a cut prompt) is counted but never offered.
+    let long = "p".repeat(treeline_wire::filter::MAX_LISTED_VALUE_CHARS + 1);
+    for (i, prompt) in [long.as_str(), long.as_str(), "short"].iter().enumerate() {
+        let t = format!("p{i}");
+        let attributes = json!({"attributes": {"prompt": prompt}});
+        write(
+            &s,
+            "r1",
+            &[
+                with(open(&t, "root", None, "rollout", 500), attributes),
+                close(&t, "root", "ok", 501),
+            ],
+        )
+        .await;
+    }
+    let keys = s
+        .reads()
+        .attribute_keys("r1")
+        .await
+        .expect("keys")
+        .attributes;
+    let prompt = keys.iter().find(|k| k.key == "prompt").expect("prompt");
+    assert_eq!(prompt.traces, 3);
+    let offered: Vec<&str> = prompt.values.iter().map(|v| v.value.as_str()).collect();
+    assert_eq!(offered, ["short"]);
+    assert!(s
+        .reads()
+        .attribute_keys("nope")
+        .await
+        .expect("none")
+        .attributes
+        .is_empty());
+}
+
+on_both!(tokio::test, |t| t.store.clone();
+    trace_lists_filter_search_and_page_without_duplicates,
+    search_finds_names_and_id_prefixes_in_scope,
+    filters_compare_totals_and_root_attributes_by_type,
+    attribute_keys_give_types_counts_ranges_and_common_values,
+    a_first_page_counts_its_matches,
+    traces_sort_by_a_numeric_attribute_and_page_without_gaps,
+);
