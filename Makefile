@@ -16,7 +16,7 @@ export PY_VENV
 export PATH := $(TOOLS_DIR)/bin:$(HOME)/.cargo/bin:$(PATH)
 DATA_DIR ?= ./treeline-data
 ADDR ?= 127.0.0.1:3000
-RUST_PACKAGES := -p treeline-wire -p treeline-store -p treeline-app -p treeline-server -p treeline-client
+RUST_PACKAGES := -p treeline-wire -p treeline-store -p treeline-devtools -p treeline-app -p treeline-server -p treeline-client
 say = @printf '\033[1m[make]\033[0m %s\n'
 
 # CI builds once from a clean clone: incremental caches would only cost disk there.
@@ -101,8 +101,9 @@ lint: lint-quick
 	cargo clippy --manifest-path tools/bundle/Cargo.toml --target-dir $(TOOLS_DIR)/target/bundle -- -D warnings
 
 # The checks that need no compiling: formatting, the contract crate keeping clients
-# free of the UI (no Leptos under treeline-client), and the store keeping to its
-# layer (no HTTP framework or UI under treeline-store).
+# free of the UI (no Leptos under treeline-client), the store keeping to its layer
+# (no HTTP framework or UI under treeline-store), and the demo and benchmarks taking
+# the server as a `Host` (neither it nor the UI under treeline-devtools).
 lint-quick:
 	@if [ -n "$${CLIPPY_ARGS:-}" ] && [ ! -x "$${RUSTC_WORKSPACE_WRAPPER:-}" ]; then \
 	  echo "clippy-driver not found: rustup component add clippy"; exit 1; fi
@@ -113,6 +114,8 @@ lint-quick:
 	  { echo "treeline-client links a UI crate (see above)"; exit 1; }
 	@! cargo tree -p treeline-store -e normal | grep -E "leptos|web-sys|axum|tower|hyper|treeline-(app|server|client)" || \
 	  { echo "treeline-store links a crate of a layer above it (see above)"; exit 1; }
+	@! cargo tree -p treeline-devtools -e normal | grep -E "leptos|treeline-(app|server)" || \
+	  { echo "treeline-devtools links the server or the UI (see above)"; exit 1; }
 
 # In `make test` (clippy's driver set): the server without its default features,
 # which no other build of the run compiles. Its dependencies are the tests' already.

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 
+#[cfg(feature = "devtools")]
+use crate::devtools::Server;
 use crate::failure::{Context, Failure, Outcome};
 use crate::http::{AppState, DEFAULT_WINDOW_US};
 use crate::{serve, store};
@@ -160,23 +162,31 @@ pub fn main() -> ExitCode {
         Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
         Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::Ingest(args)) => runtime.block_on(crate::bench::ingest(args)),
+        Command::Bench(BenchCommand::Ingest(args)) => {
+            runtime.block_on(crate::bench::ingest(&Server, args))
+        }
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::Query(args)) => runtime.block_on(crate::bench::query(args)),
+        Command::Bench(BenchCommand::Query(args)) => {
+            runtime.block_on(crate::bench::query(&Server, args))
+        }
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Fuzz(args)) => runtime.block_on(crate::bench::fuzz(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Compare(args)) => {
-            runtime.block_on(crate::bench::compare(args))
+            runtime.block_on(crate::bench::compare(&Server, args))
         }
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::HugeTrace(args)) => runtime.block_on(crate::bench::huge(args)),
+        Command::Bench(BenchCommand::HugeTrace(args)) => {
+            runtime.block_on(crate::bench::huge(&Server, args))
+        }
         #[cfg(feature = "devtools")]
-        Command::Demo(args) => runtime.block_on(crate::demo::run_command(args)),
+        Command::Demo(args) => runtime.block_on(crate::demo::run_command(&Server, args)),
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::Otlp(args)) => runtime.block_on(crate::bench::otlp(args)),
+        Command::Bench(BenchCommand::Otlp(args)) => {
+            runtime.block_on(crate::bench::otlp(&Server, args))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

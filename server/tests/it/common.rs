@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use treeline_server::process;
+use treeline_devtools::process;
 use treeline_server::store::{self, Store};
 use treeline_wire::{parse_event, RunUpsert, SpanEvent, Warning};
 
@@ -148,9 +148,12 @@ pub(crate) async fn served_run(
     project: &str,
     events: &[Value],
 ) -> (String, treeline_client::Client, tokio::task::JoinHandle<()>) {
-    let (base, server) = treeline_server::demo::spawn_api_server(store.store.clone())
-        .await
-        .expect("server");
+    let (base, server) = treeline_server::demo::spawn_api_server(
+        &treeline_server::devtools::Server,
+        store.store.clone(),
+    )
+    .await
+    .expect("server");
     let client = treeline_client::Client::new(&base);
     let run = RunUpsert {
         project: project.into(),

@@ -13,9 +13,10 @@ use treeline_wire::{
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_loads_and_its_key_objects_open() {
     let store = common::sqlite().await;
-    let (base, server) = demo::spawn_api_server(store.store.clone())
-        .await
-        .expect("server");
+    let (base, server) =
+        demo::spawn_api_server(&treeline_server::devtools::Server, store.store.clone())
+            .await
+            .expect("server");
     let client = Client::new(&base);
     let options = Options::small();
     let mut calls = 0;

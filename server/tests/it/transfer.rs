@@ -94,7 +94,9 @@ fn lines(path: &Path) -> Vec<Value> {
 async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStore) {
     let target = common::sqlite().await;
     let (from, _, a) = common::served_run(&source, "r1", "transfer", &events()).await;
-    let (to, b) = spawn_api_server(target.store.clone()).await.expect("b");
+    let (to, b) = spawn_api_server(&treeline_server::devtools::Server, target.store.clone())
+        .await
+        .expect("b");
 
     let dir = tempfile::tempdir().expect("tmp");
     let first = dir.path().join("first.jsonl");
@@ -156,7 +158,7 @@ async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStor
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_import_reports_bad_lines_by_number_and_keeps_the_rest() {
     let target = common::sqlite().await;
-    let (to, server) = spawn_api_server(target.store.clone())
+    let (to, server) = spawn_api_server(&treeline_server::devtools::Server, target.store.clone())
         .await
         .expect("server");
     let good = |span: &str, parent: Value| {

@@ -12,8 +12,7 @@ use treeline_wire::SpanPage;
 
 use super::query::{get_body, get_json, report, write};
 use crate::failure::{Context, Failure, Outcome};
-use crate::http::AppState;
-use crate::{serve, store};
+use crate::{store, Host};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct HugeArgs {
@@ -55,7 +54,7 @@ fn span_total(args: &HugeArgs) -> usize {
 
 /// Writes the trace in batches of about 10,000 spans, saying how far it got.
 async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
-    let now = crate::http::now_us();
+    let now = crate::now_us();
     let mut events = vec![
         json!({"op": "open", "trace_id": TRACE, "span_id": "root", "name": "long agent session", "kind": "session", "ts": 1}),
         open("wide", "root", "fan-out".into(), "agent", 2),
@@ -120,7 +119,7 @@ async fn build(store: &dyn store::Store, args: &HugeArgs) -> Outcome<usize> {
     Ok(total)
 }
 
-pub async fn huge(args: HugeArgs) -> Outcome {
+pub async fn huge(host: &dyn Host, args: HugeArgs) -> Outcome {
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
     let (url, store) = super::run_store(
         args.database_url.clone(),
@@ -157,7 +156,7 @@ pub async fn huge(args: HugeArgs) -> Outcome {
         return Ok(());
     }
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
+    let app = host.app(store, addr);
     let spans = format!("/api/runs/{RUN}/traces/{TRACE}/spans");
     // The wide node's last page, reached by following cursors once.
     let mut last = format!("{spans}?parent_span_id=wide&limit=1000");

@@ -21,19 +21,22 @@ pub use soak::{soak, SoakArgs};
 use crate::failure::{Context, Outcome};
 use std::time::Duration;
 
-use crate::http::{secret, AppState};
-use crate::{serve, store};
+use crate::{store, Host};
 
 /// Starts a server of the benchmark's own on a free loopback port, on `url` or on
 /// SQLite in a temporary directory (kept alive by the returned guard).
-pub async fn start_server(url: Option<String>) -> Outcome<(String, Option<tempfile::TempDir>)> {
-    let (base, dir, _) = start_server_with(url, false).await?;
+pub async fn start_server(
+    host: &dyn Host,
+    url: Option<String>,
+) -> Outcome<(String, Option<tempfile::TempDir>)> {
+    let (base, dir, _) = start_server_with(host, url, false).await?;
     Ok((base, dir))
 }
 
 /// [`start_server`], and with `with_key` a stored write key (returned) that the
 /// server then asks every request for, as a team server does.
 pub async fn start_server_with(
+    host: &dyn Host,
     url: Option<String>,
     with_key: bool,
 ) -> Outcome<(String, Option<tempfile::TempDir>, Option<String>)> {
@@ -43,7 +46,7 @@ pub async fn start_server_with(
         .await
         .with_context(|| format!("cannot open {url}"))?;
     let key = if with_key {
-        Some(bench_key(store.as_ref()).await?)
+        Some(bench_key(host, store.as_ref()).await?)
     } else {
         None
     };
@@ -53,7 +56,7 @@ pub async fn start_server_with(
     let addr = listener
         .local_addr()
         .context("cannot read the listening address")?;
-    let app = serve::app(AppState::new(store), &serve::default_site_root(), addr);
+    let app = host.app(store, addr);
     tokio::spawn(async move { axum::serve(listener, app).await });
     println!(
         "server: {} on http://{addr}{}",
@@ -71,23 +74,14 @@ pub async fn start_server_with(
     Ok((format!("http://{addr}"), Some(dir), key))
 }
 
-async fn bench_key(store: &dyn store::Store) -> Outcome<String> {
-    let key = secret::new_key().context("the system gave no randomness")?;
-    let record = store::KeyRecord {
-        id: secret::new_key_id().context("the system gave no randomness")?,
-        name: "bench".into(),
-        scope: "write".into(),
-        project: None,
-        created_us: crate::http::now_us(),
-        last_used_us: None,
-        revoked_us: None,
-    };
+async fn bench_key(host: &dyn Host, store: &dyn store::Store) -> Outcome<String> {
+    let new = host.new_write_key("bench")?;
     store
         .access()
-        .create_key(&record, &secret::digest(&key))
+        .create_key(&new.record, &new.digest)
         .await
         .context("cannot store the bench key")?;
-    Ok(key)
+    Ok(new.key)
 }
 
 /// A benchmark's store: `url`, or a SQLite file `file` in `dir`; with the run

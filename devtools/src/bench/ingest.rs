@@ -2,6 +2,7 @@
 //! Rust client, on a server of its own (or the one `--url` names).
 
 use crate::failure::{Context, Outcome};
+use crate::Host;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -84,14 +85,14 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
     out
 }
 
-pub async fn ingest(args: IngestArgs) -> Outcome {
+pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
     let mut _temp = None;
     let mut key = None;
     let base = match &args.url {
         Some(url) => url.clone(),
         None => {
             let (base, dir, k) =
-                super::start_server_with(args.database_url.clone(), args.with_key).await?;
+                super::start_server_with(host, args.database_url.clone(), args.with_key).await?;
             _temp = dir;
             key = k;
             base

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use tower::ServiceExt;
 use treeline_wire::{parse_event, RunUpsert};
 
-use crate::http::{self, AppState};
 use crate::store::{self, Store};
+use crate::Host;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct QueryArgs {
@@ -93,7 +93,7 @@ pub(super) async fn write(store: &dyn Store, run: &str, events: &[Value], now: i
 }
 
 async fn build(store: &dyn Store, traces: usize) -> Outcome {
-    let now = crate::http::now_us();
+    let now = crate::now_us();
     for r in 0..RUNS {
         let run = RunUpsert {
             project: PROJECT.into(),
@@ -203,7 +203,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     super::percentile(sorted, p).as_secs_f64() * 1e3
 }
 
-pub async fn query(args: QueryArgs) -> Outcome {
+pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
     let url = match &args.database_url {
         Some(u) => u.clone(),
         None => {
@@ -233,7 +233,7 @@ pub async fn query(args: QueryArgs) -> Outcome {
     } else {
         println!("reusing the benchmark store at {url}");
     }
-    let api = http::router(AppState::new(store));
+    let api = host.api(store);
     let samples = args.samples.max(10);
     let mut seed = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {

@@ -156,7 +156,7 @@ pub async fn load(
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Outcome<DemoSummary> {
     let started = Instant::now();
-    let ctx = Ctx::new(crate::http::now_us(), options);
+    let ctx = Ctx::new(crate::now_us(), options);
     let plans = plan(&ctx);
     let counts: Vec<Counts> = plans.iter().map(|p| count((p.events)())).collect();
     let total: usize = plans

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use treeline_client::Client;
 
 use super::{load, stderr_bar, DemoSummary, Options};
-use crate::http::AppState;
 use crate::store::{self, Store};
+use crate::Host;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct DemoArgs {
@@ -31,7 +31,7 @@ pub struct DemoArgs {
     pub small: bool,
 }
 
-pub async fn run_command(args: DemoArgs) -> Outcome {
+pub async fn run_command(host: &dyn Host, args: DemoArgs) -> Outcome {
     let options = if args.small {
         Options::small()
     } else {
@@ -56,7 +56,7 @@ pub async fn run_command(args: DemoArgs) -> Outcome {
             let store = store::open(&url)
                 .await
                 .context("cannot open the database")?;
-            let (base, server) = spawn_api_server(store).await?;
+            let (base, server) = spawn_api_server(host, store).await?;
             let result = load(&Client::new(&base), &options, &mut stderr_bar()).await;
             server.abort();
             result?
@@ -81,6 +81,7 @@ fn reset(dir: &Path) -> Outcome {
 
 /// Serves the API alone on a free loopback port; returns its base URL.
 pub async fn spawn_api_server(
+    host: &dyn Host,
     store: Arc<dyn Store>,
 ) -> Outcome<(String, tokio::task::JoinHandle<()>)> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -89,10 +90,7 @@ pub async fn spawn_api_server(
     let addr: SocketAddr = listener
         .local_addr()
         .context("cannot read the listening address")?;
-    let app = axum::Router::new().nest(
-        treeline_wire::routes::API_PREFIX,
-        crate::http::router(AppState::new(store)),
-    );
+    let app = axum::Router::new().nest(treeline_wire::routes::API_PREFIX, host.api(store));
     let handle = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("demo server stopped: {e}");

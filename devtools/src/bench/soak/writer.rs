@@ -50,7 +50,7 @@ struct Open {
 }
 
 fn new_trace(plan: &WriterPlan, number: u64, rng: &mut Rng) -> Open {
-    let ts = crate::http::now_us();
+    let ts = crate::now_us();
     // As the Python SDK makes them: milliseconds, then 80 random bits.
     let trace = format!(
         "{:012x}{:04x}{:016x}",

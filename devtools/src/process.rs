@@ -1,5 +1,5 @@
 //! `treeline serve` as a child process, started and waited for: the soak's fleet and
-//! the integration tests start servers this one way.
+//! the server's integration tests start servers this one way.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -3,6 +3,7 @@
 //! names).
 
 use crate::failure::{Context, Failure, Outcome};
+use crate::Host;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -73,7 +74,7 @@ fn requests(args: &OtlpArgs, run_id: &str) -> Vec<Vec<u8>> {
     };
     let filler = |c: char| c.to_string().repeat(args.body_bytes);
     let (input, output) = (filler('i'), filler('o'));
-    let base_ns = (crate::http::now_us() as u64).saturating_mul(1_000);
+    let base_ns = (crate::now_us() as u64).saturating_mul(1_000);
     let run_tag = run_id
         .bytes()
         .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
@@ -207,10 +208,10 @@ async fn visible(http: &reqwest::Client, base: &str, run_id: &str) -> Outcome<(i
     }
 }
 
-pub async fn otlp(args: OtlpArgs) -> Outcome {
+pub async fn otlp(host: &dyn Host, args: OtlpArgs) -> Outcome {
     let (base, _temp) = match &args.url {
         Some(url) => (url.trim_end_matches('/').to_string(), None),
-        None => start_server(args.database_url.clone()).await?,
+        None => start_server(host, args.database_url.clone()).await?,
     };
     let run_id = format!("bench-otlp-{}", &new_key()[..12]);
     let total = args.traces * args.spans_per_trace;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::query::{report, write};
 use crate::failure::{Context, Outcome};
-use crate::http::{self, AppState};
+use crate::Host;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct CompareArgs {
@@ -61,7 +61,7 @@ fn side(trace: &str, n: usize, b: bool, pad: usize) -> Vec<Value> {
     events
 }
 
-pub async fn compare(args: CompareArgs) -> Outcome {
+pub async fn compare(host: &dyn Host, args: CompareArgs) -> Outcome {
     let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
     let (url, store) = super::run_store(
         args.database_url.clone(),
@@ -89,7 +89,7 @@ pub async fn compare(args: CompareArgs) -> Outcome {
     println!(
         "two traces of {n} children each, two of {long} with 16 KB chats, two of 10, on {url}"
     );
-    let api = http::router(AppState::new(store));
+    let api = host.api(store);
     let cases = [
         (
             format!("align {n} children against {n}"),
