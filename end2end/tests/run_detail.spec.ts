@@ -77,6 +77,14 @@ test("two metric charts share the width of the row", async ({ page, request }) =
       expect(box.x + box.width).toBeLessThanOrEqual(plot.x);
     }
   }
+  // Both axes read at round values, and the step labels sit apart, under their steps.
+  await expect(charts.first().locator(".chart-ticks span")).toHaveText(["0", "2", "4", "6"]);
+  const steps = charts.first().locator(".chart-axis span");
+  await expect(steps).toHaveText(["step 0", "step 5", "step 10", "step 15"]);
+  const boxes = await Promise.all((await steps.all()).map(async (s) => (await s.boundingBox())!));
+  for (let i = 1; i < boxes.length; i++) {
+    expect(boxes[i].x).toBeGreaterThan(boxes[i - 1].x + boxes[i - 1].width);
+  }
   // The hover readout stands over the step under the pointer.
   const plot = (await charts.first().locator(".chart-surface").boundingBox())!;
   await page.mouse.move(plot.x + plot.width - 2, plot.y + plot.height / 2);

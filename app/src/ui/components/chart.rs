@@ -19,14 +19,56 @@ fn data_range(points: &[(i64, f64)]) -> Option<(f64, f64)> {
     (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
 }
 
-/// The value range drawn: the data's, widened a little so a flat line is still
-/// visible.
-fn value_range(points: &[(i64, f64)]) -> (f64, f64) {
-    let Some((lo, hi)) = data_range(points) else {
-        return (0.0, 1.0);
+/// A round interval (1, 2 or 5 times a power of ten) that cuts `span` into about
+/// `count` pieces: what charts share, so a reader can compare them.
+fn round_interval(span: f64, count: f64) -> f64 {
+    let raw = span / count;
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let round = match fraction {
+        f if f <= 1.0 => 1.0,
+        f if f <= 2.0 => 2.0,
+        f if f <= 5.0 => 5.0,
+        _ => 10.0,
     };
-    let pad = ((hi - lo) * 0.08).max(1e-9);
-    (lo - pad, hi + pad)
+    round * power
+}
+
+/// The value axis: round values from just below the data to just above it, about
+/// four intervals apart (bottom first). A flat series gets room around its value.
+fn value_axis(points: &[(i64, f64)]) -> Vec<f64> {
+    let (lo, hi) = match data_range(points) {
+        None => (0.0, 1.0),
+        Some((lo, hi)) if hi - lo < 1e-12 => {
+            let room = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+            (lo - room, hi + room)
+        }
+        Some(range) => range,
+    };
+    let step = round_interval(hi - lo, 4.0);
+    let first = (lo / step).floor() as i64;
+    let last = (hi / step).ceil() as i64;
+    // Each tick from its index, rounded to the interval's decimals: 0.6, not
+    // 0.6000000000000001.
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    (first..=last.max(first + 1))
+        .map(|i| {
+            let v = i as f64 * step;
+            format!("{v:.decimals$}").parse::<f64>().unwrap_or(v)
+        })
+        .collect()
+}
+
+/// The value range drawn: the value axis's first and last tick.
+fn value_range(points: &[(i64, f64)]) -> (f64, f64) {
+    let axis = value_axis(points);
+    (
+        axis.first().copied().unwrap_or(0.0),
+        axis.last().copied().unwrap_or(1.0),
+    )
 }
 
 /// The caption's range: the data's own smallest and largest value, not the axis's.
@@ -49,8 +91,7 @@ pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
             .build_cartesian_2d(x0 as f64..x1 as f64, lo..hi)
             .and_then(|mut chart| {
                 let grid = RGBColor(226, 230, 236);
-                for i in 0..=3 {
-                    let y = lo + (hi - lo) * f64::from(i) / 3.0;
+                for y in value_axis(points) {
                     chart.draw_series(std::iter::once(PathElement::new(
                         vec![(x0 as f64, y), (x1 as f64, y)],
                         grid.stroke_width(1),
@@ -70,26 +111,31 @@ pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
     svg
 }
 
-/// The value at each of the chart's four grid lines (bottom first) with how far
-/// down the drawing it sits, in percent: the y-axis labels laid over the SVG.
-pub fn value_ticks(lo: f64, hi: f64) -> Vec<(f64, f64)> {
+/// Each value of the axis (bottom first) with how far down the drawing its grid
+/// line sits, in percent: the y-axis labels laid over the SVG.
+pub fn value_ticks(points: &[(i64, f64)]) -> Vec<(f64, f64)> {
+    let axis = value_axis(points);
+    let (lo, hi) = value_range(points);
     let plot = f64::from(HEIGHT - 2 * PAD_Y);
-    (0..=3)
-        .map(|i| {
-            let t = f64::from(i) / 3.0;
+    axis.into_iter()
+        .map(|v| {
+            let t = (v - lo) / (hi - lo);
             let top = (f64::from(PAD_Y) + plot * (1.0 - t)) / f64::from(HEIGHT) * 100.0;
-            (lo + (hi - lo) * t, top)
+            (v, top)
         })
         .collect()
 }
 
-/// Five steps evenly across `x0..=x1` (fewer when the range is narrower), for the
+/// Round steps within `x0..=x1`, about five intervals apart (0, 100, 200 …), for the
 /// x-axis labels.
 pub fn step_ticks(x0: i64, x1: i64) -> Vec<i64> {
-    let span = (x1 - x0).max(0);
-    let mut ticks: Vec<i64> = (0..=4).map(|i| x0 + span * i / 4).collect();
-    ticks.dedup();
-    ticks
+    let interval = (round_interval((x1 - x0).max(1) as f64, 5.0) as i64).max(1);
+    let first = x0.div_euclid(interval) + i64::from(x0.rem_euclid(interval) != 0);
+    (first..)
+        .map(|i| i.saturating_mul(interval))
+        .take_while(|&step| step <= x1)
+        .take(12)
+        .collect()
 }
 
 /// The point nearest to `step` (points are in step order).
@@ -139,7 +185,7 @@ pub fn LineChart(
         )
     });
     let svg = line_svg(&points, x0, x1);
-    let (lo, hi) = value_range(&points);
+    let ticks = value_ticks(&points);
     let caption = range_caption(&points);
     let points = StoredValue::new(points);
     let hover = RwSignal::new(None::<(i64, f64, f64)>);
@@ -176,7 +222,7 @@ pub fn LineChart(
                     inner_html=svg
                 ></div>
                 <div class="chart-ticks" aria-hidden="true">
-                    {value_ticks(lo, hi).into_iter().map(|(v, top)| view! {
+                    {ticks.into_iter().map(|(v, top)| view! {
                         <span style=format!("top: {top:.2}%")>{short(v)}</span>
                     }).collect_view()}
                 </div>
@@ -196,7 +242,17 @@ pub fn LineChart(
                 {move || hover.get().map(|(s, v, _)| format!("step {s}: {}", short(v))).unwrap_or_default()}
             </div>
             <div class="chart-axis" aria-hidden="true">
-                {step_ticks(x0, x1).into_iter().map(|step| view! { <span>{format!("step {step}")}</span> }).collect_view()}
+                {step_ticks(x0, x1).into_iter().map(|step| {
+                    let pct = percent_of(step, x0, x1);
+                    // Centred under its step, but kept inside the chart at either end.
+                    let shift = if pct < 6.0 { 0.0 } else if pct > 94.0 { -100.0 } else { -50.0 };
+                    view! {
+                        <span style=format!(
+                            "left: calc(var(--gutter, 0px) + (100% - var(--gutter, 0px)) * {:.4}); transform: translateX({shift}%)",
+                            pct / 100.0
+                        )>{format!("step {step}")}</span>
+                    }
+                }).collect_view()}
             </div>
         </figure>
     }
@@ -243,17 +299,34 @@ mod tests {
     }
 
     #[test]
-    fn ticks_label_the_grid_lines_and_spread_over_the_steps() {
-        let ticks = value_ticks(0.0, 3.0);
-        assert_eq!(
-            ticks.iter().map(|t| t.0).collect::<Vec<_>>(),
-            [0.0, 1.0, 2.0, 3.0]
-        );
-        // The bottom grid line sits PAD_Y above the drawing's bottom edge.
-        assert!((ticks[0].1 - 93.75).abs() < 1e-9 && (ticks[3].1 - 6.25).abs() < 1e-9);
+    fn value_ticks_are_round_and_cover_the_data() {
+        let values = |points: &[(i64, f64)]| -> Vec<f64> {
+            value_ticks(points).iter().map(|t| t.0).collect()
+        };
+        // The reward chart that read 137.57, 283.84, 430.12.
+        let reward = [(0, 137.6), (5, 430.1), (9, 300.0)];
+        assert_eq!(values(&reward), [100.0, 200.0, 300.0, 400.0, 500.0]);
+        assert_eq!(values(&[(0, 0.297), (1, 0.875)]), [0.2, 0.4, 0.6, 0.8, 1.0]);
+        assert_eq!(values(&[(0, -3.0), (1, 2.0)]), [-4.0, -2.0, 0.0, 2.0]);
+        // A flat series has room around it; no data draws 0 to 1.
+        assert_eq!(values(&[(0, 5.0), (1, 5.0)]), [4.5, 5.0, 5.5]);
+        assert_eq!(values(&[(0, 0.0)]), [-1.0, -0.5, 0.0, 0.5, 1.0]);
+        assert_eq!(values(&[]), [0.0, 0.5, 1.0]);
+        // The bottom tick sits PAD_Y above the drawing's bottom edge, the top one PAD_Y
+        // below its top.
+        let ticks = value_ticks(&reward);
+        assert!((ticks[0].1 - 93.75).abs() < 1e-9 && (ticks[4].1 - 6.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn step_ticks_are_round_steps_within_the_range() {
+        assert_eq!(step_ticks(0, 496), [0, 100, 200, 300, 400]);
         assert_eq!(step_ticks(0, 400), [0, 100, 200, 300, 400]);
+        assert_eq!(step_ticks(3, 497), [100, 200, 300, 400]);
         assert_eq!(step_ticks(5, 7), [5, 6, 7]);
         assert_eq!(step_ticks(3, 3), [3]);
+        assert_eq!(step_ticks(0, 9), [0, 2, 4, 6, 8]);
+        assert_eq!(step_ticks(-20, 20), [-20, -10, 0, 10, 20]);
     }
 
     #[test]
@@ -261,7 +334,10 @@ mod tests {
         let points = [(0, 0.297), (1, 0.875), (2, 0.5)];
         assert_eq!(range_caption(&points), "min 0.297 · max 0.875");
         let (lo, hi) = value_range(&points);
-        assert!(lo < 0.297 && hi > 0.875, "the axis is padded");
+        assert!(
+            lo < 0.297 && hi > 0.875,
+            "the axis reaches round values past the data"
+        );
         assert_eq!(range_caption(&[]), "no values");
     }
 
