@@ -58,6 +58,37 @@ test("a filter built in the builder narrows the list, rides the URL and survives
   await expect(list.getByRole("listitem")).toHaveCount(3);
 });
 
+test("span filters from the builder list the traces holding such a span", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await page.getByLabel("Filter field").selectOption("span.name");
+  await page.getByLabel("Filter operator").selectOption("=");
+  await expect(page.getByLabel("Filter value")).toHaveAttribute("placeholder", "a name");
+  await page.getByLabel("Filter value").fill("tool call");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=span\.name%20%3D%20%22tool%20call%22/);
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  await page.getByLabel("Filter field").selectOption("span.status");
+  await expect(page.getByLabel("Filter value")).toHaveAttribute("placeholder", "ok, error …");
+  await page.getByLabel("Filter value").fill("error");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page.getByRole("list", { name: "Filters" })).toContainText("span.status = error");
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  expect(await names(page)).toEqual(["rollout 1", "rollout 4", "rollout 7"]);
+  // Both must hold on one span: no tool call here is ok.
+  await page.getByRole("button", { name: "Remove filter span.status = error" }).click();
+  await page.getByLabel("Filter field").selectOption("span.status");
+  await page.getByLabel("Filter value").fill("ok");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(list.getByRole("listitem")).toHaveCount(0);
+  // A status outside the vocabulary is named, and nothing changes.
+  await page.getByLabel("Filter field").selectOption("span.status");
+  await page.getByLabel("Filter value").fill("fine");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page.getByRole("alert")).toContainText('span.status "fine" is not a valid');
+});
+
 // "Failed beneath" means a failed span under a root that did not fail: a trace whose
 // root failed is not listed, and the Status picker shows the root's status it sets.
 test("failed beneath lists recovered roots only, and shows it in the status picker", async ({ page, request }) => {

@@ -232,15 +232,18 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         run_id: &'e str,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'e;
 
-    /// The root attribute `key` of `t.attributes` as a floating-point number (an
-    /// integer too); NULL when it is missing or not a number.
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str);
-    /// The attribute as a string (compared byte by byte); NULL unless a string.
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str);
-    /// Whether the attribute is the boolean `value`.
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool);
-    /// Whether the attribute is there and not null.
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str);
+    /// The member `key` of the JSON object text in column `doc` (`t.attributes`, a
+    /// span's `s.attributes` or `s.error`) as a floating-point number (an integer
+    /// too); NULL when it is missing or not a number.
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    /// The member as a string (compared byte by byte); NULL unless a string.
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    /// Whether the member is the boolean `value`.
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool);
+    /// Whether the member is there and not null.
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    /// A text column compared byte by byte, as [`Dialect::push_attr_text`] compares.
+    fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str);
     /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
     /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
     /// text (strings and booleans); `num` is floating-point, an integer too.
@@ -330,33 +333,40 @@ impl Dialect for Sqlite {
         format!("json_group_array({value} ORDER BY {order})")
     }
 
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("CASE WHEN json_type(t.attributes, ")
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("CASE WHEN json_type({doc}, "))
             .bind(json_path(key))
-            .push(") IN ('integer', 'real') THEN CAST(json_extract(t.attributes, ")
+            .push(format!(
+                ") IN ('integer', 'real') THEN CAST(json_extract({doc}, "
+            ))
             .bind(json_path(key))
             // REAL: SQLite keeps 0 and 0.5 apart as INTEGER and REAL.
             .push(") AS REAL) END");
     }
 
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("CASE WHEN json_type(t.attributes, ")
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("CASE WHEN json_type({doc}, "))
             .bind(json_path(key))
-            .push(") = 'text' THEN json_extract(t.attributes, ")
+            .push(format!(") = 'text' THEN json_extract({doc}, "))
             .bind(json_path(key))
             .push(") END");
     }
 
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool) {
-        q.push("json_type(t.attributes, ")
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool) {
+        q.push(format!("json_type({doc}, "))
             .bind(json_path(key))
             .push(if value { ") = 'true'" } else { ") = 'false'" });
     }
 
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("COALESCE(json_type(t.attributes, ")
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("COALESCE(json_type({doc}, "))
             .bind(json_path(key))
             .push("), 'null') <> 'null'");
+    }
+
+    fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {
+        // SQLite's default collation compares bytes.
+        q.push(column);
     }
 
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
@@ -442,34 +452,40 @@ impl Dialect for Postgres {
 
     // CASE, not AND: PostgreSQL may evaluate AND's sides in either order, and the
     // cast must never see a string.
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("CASE WHEN jsonb_typeof(t.attributes::jsonb -> ")
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("CASE WHEN jsonb_typeof({doc}::jsonb -> "))
             .bind(key)
-            .push(") = 'number' THEN (t.attributes::jsonb ->> ")
+            .push(format!(") = 'number' THEN ({doc}::jsonb ->> "))
             .bind(key)
             .push(")::float8 END");
     }
 
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("CASE WHEN jsonb_typeof(t.attributes::jsonb -> ")
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("CASE WHEN jsonb_typeof({doc}::jsonb -> "))
             .bind(key)
-            .push(") = 'string' THEN (t.attributes::jsonb ->> ")
+            .push(format!(") = 'string' THEN ({doc}::jsonb ->> "))
             .bind(key)
             .push(") END COLLATE \"C\"");
     }
 
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, key: &'a str, value: bool) {
-        q.push("(t.attributes::jsonb -> ").bind(key).push(if value {
-            ") = 'true'::jsonb"
-        } else {
-            ") = 'false'::jsonb"
-        });
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool) {
+        q.push(format!("({doc}::jsonb -> "))
+            .bind(key)
+            .push(if value {
+                ") = 'true'::jsonb"
+            } else {
+                ") = 'false'::jsonb"
+            });
     }
 
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, key: &'a str) {
-        q.push("COALESCE(jsonb_typeof(t.attributes::jsonb -> ")
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
+        q.push(format!("COALESCE(jsonb_typeof({doc}::jsonb -> "))
             .bind(key)
             .push("), 'null') <> 'null'");
+    }
+
+    fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {
+        q.push(format!("{column} COLLATE \"C\""));
     }
 
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {

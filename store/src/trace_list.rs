@@ -3,7 +3,7 @@
 //! have the number), then the traces that lack it, by last update, which come last
 //! either way.
 
-use treeline_wire::filter::{Field, Op, Test, Total, TraceFilter, Value};
+use treeline_wire::filter::{Field, Op, SpanField, Test, Total, TraceFilter, Value};
 use treeline_wire::{TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
 use super::dialect::{Dialect, Sql};
@@ -287,8 +287,82 @@ fn push_conditions<'a, DB: Dialect>(
     push_driver_join(q, terms, "t");
     push_terms(q, terms);
     for filter in &query.filters {
+        if !matches!(filter.field, Field::Span(_)) {
+            q.push(" AND ");
+            push_filter(q, filter);
+        }
+    }
+    if query
+        .filters
+        .iter()
+        .any(|f| matches!(f.field, Field::Span(_)))
+    {
         q.push(" AND ");
-        push_filter(q, filter);
+        push_span_filters(q, &query.filters);
+    }
+}
+
+/// The `span.` filters of `filters` as one condition: a span of the trace on which
+/// they all hold.
+fn push_span_filters<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filters: &'a [TraceFilter]) {
+    q.push(
+        "EXISTS (SELECT 1 FROM spans s \
+         WHERE s.run_id = t.run_id AND s.trace_id = t.trace_id",
+    );
+    for filter in filters {
+        if let Field::Span(field) = &filter.field {
+            q.push(" AND ");
+            push_span_filter(q, field, &filter.test);
+        }
+    }
+    q.push(")");
+}
+
+/// Pushes the condition of one span filter, on `s`, a span of the trace.
+fn push_span_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, field: &'a SpanField, test: &'a Test) {
+    let column = match field {
+        SpanField::Name => "s.name",
+        SpanField::Kind => "s.kind",
+        SpanField::Status => "s.status",
+        SpanField::ErrorType => return push_member(q, "s.error", "type", test),
+        SpanField::Attr(key) => return push_member(q, "s.attributes", key, test),
+    };
+    match test {
+        Test::Exists => {
+            q.push(format!("{column} IS NOT NULL"));
+        }
+        Test::Compare(op, Value::Text(text)) => {
+            DB::push_bytewise(q, column);
+            q.push(format!(" {} ", op.symbol())).bind(text);
+        }
+        // These fields are text: against a number or a boolean nothing matches.
+        Test::Compare(..) => {
+            q.push("1 = 0");
+        }
+    }
+}
+
+/// Pushes a test of the member `key` of the JSON object in column `doc`.
+fn push_member<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    doc: &'static str,
+    key: &'a str,
+    test: &'a Test,
+) {
+    match test {
+        Test::Exists => DB::push_attr_exists(q, doc, key),
+        Test::Compare(op, Value::Number(n)) => {
+            DB::push_attr_number(q, doc, key);
+            q.push(format!(" {} ", op.symbol())).bind(*n);
+        }
+        Test::Compare(op, Value::Text(text)) => {
+            DB::push_attr_text(q, doc, key);
+            q.push(format!(" {} ", op.symbol())).bind(text);
+        }
+        Test::Compare(op, Value::Bool(b)) => {
+            // Parsing allows only = and != with a boolean.
+            DB::push_attr_is(q, doc, key, if *op == Op::Ne { !*b } else { *b });
+        }
     }
 }
 
@@ -319,18 +393,8 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
         (Field::Total(_), Test::Compare(..)) => {
             q.push("1 = 0");
         }
-        (Field::Attr(key), Test::Exists) => DB::push_attr_exists(q, key),
-        (Field::Attr(key), Test::Compare(op, Value::Number(n))) => {
-            DB::push_attr_number(q, key);
-            q.push(format!(" {} ", op.symbol())).bind(*n);
-        }
-        (Field::Attr(key), Test::Compare(op, Value::Text(text))) => {
-            DB::push_attr_text(q, key);
-            q.push(format!(" {} ", op.symbol())).bind(text);
-        }
-        (Field::Attr(key), Test::Compare(op, Value::Bool(b))) => {
-            // Parsing allows only = and != with a boolean.
-            DB::push_attr_is(q, key, if *op == Op::Ne { !*b } else { *b });
-        }
+        (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
+        // `push_conditions` puts a list's span filters in one condition.
+        (Field::Span(_), _) => push_span_filters(q, std::slice::from_ref(filter)),
     }
 }

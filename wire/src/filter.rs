@@ -5,12 +5,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Invalid;
+use crate::{Invalid, SpanKind, SpanStatus};
 
 /// Most filters one trace list takes.
 pub const MAX_FILTERS: usize = 8;
 /// What a root-attribute field starts with.
 pub const ATTR_PREFIX: &str = "attr.";
+/// What a span field starts with: "a trace holding a span such that …".
+pub const SPAN_PREFIX: &str = "span.";
 
 /// A trace total a filter can test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,6 +59,50 @@ pub enum Field {
     Total(Total),
     /// A root span attribute, by name.
     Attr(String),
+    /// A field of any span of the trace; all the span fields of one list must hold
+    /// on the same span.
+    Span(SpanField),
+}
+
+/// What a `span.` filter tests on each span of a trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SpanField {
+    Name,
+    Kind,
+    Status,
+    /// The `type` of the span's error body, when that body is an object.
+    ErrorType,
+    /// A span attribute, by name.
+    Attr(String),
+}
+
+impl SpanField {
+    /// The span fields by name, `attr.NAME` aside.
+    const NAMED: [(&'static str, SpanField); 4] = [
+        ("name", SpanField::Name),
+        ("kind", SpanField::Kind),
+        ("status", SpanField::Status),
+        ("error_type", SpanField::ErrorType),
+    ];
+
+    fn parse(name: &str) -> Result<SpanField, String> {
+        if let Some(attr) = name.strip_prefix(ATTR_PREFIX) {
+            return match attr {
+                "" => Err("span.attr. needs an attribute name".into()),
+                _ => Ok(SpanField::Attr(attr.to_string())),
+            };
+        }
+        SpanField::NAMED
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| f)
+            .ok_or_else(|| {
+                format!(
+                    "\"span.{name}\" is not a span field; use span.attr.NAME or one of \
+                     span.name, span.kind, span.status, span.error_type"
+                )
+            })
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,9 +163,12 @@ impl TraceFilter {
             Some("") => return Err(bad("attr. needs an attribute name")),
             Some(attr) => Field::Attr(attr.to_string()),
             None if name.is_empty() => return Err(bad("it starts with no field")),
+            None if name.starts_with(SPAN_PREFIX) => {
+                Field::Span(SpanField::parse(&name[SPAN_PREFIX.len()..]).map_err(|e| bad(&e))?)
+            }
             None => Field::Total(Total::parse(name).ok_or_else(|| {
                 bad(&format!(
-                    "{name:?} is not a field; use attr.NAME or one of {}",
+                    "{name:?} is not a field; use attr.NAME, span.FIELD or one of {}",
                     Total::ALL.map(Total::name).join(", ")
                 ))
             })?),
@@ -145,6 +194,16 @@ impl TraceFilter {
         let value = parse_value(value).map_err(&bad)?;
         if matches!(value, Value::Bool(_)) && !matches!(op, Op::Eq | Op::Ne) {
             return Err(bad("true and false compare only with = or !="));
+        }
+        // A kind or a status outside the vocabulary would match nothing: say so.
+        if let (Field::Span(f @ (SpanField::Kind | SpanField::Status)), Value::Text(t)) =
+            (&field, &value)
+        {
+            let checked = match f {
+                SpanField::Kind => SpanKind::parse_field(t, "span.kind").map(|_| ()),
+                _ => SpanStatus::parse_field(t, "span.status").map(|_| ()),
+            };
+            checked.map_err(|e| bad(&e.message))?;
         }
         Ok(TraceFilter {
             field,
@@ -189,6 +248,14 @@ impl fmt::Display for Field {
         match self {
             Field::Total(t) => f.write_str(t.name()),
             Field::Attr(name) => write!(f, "{ATTR_PREFIX}{name}"),
+            Field::Span(SpanField::Attr(name)) => write!(f, "{SPAN_PREFIX}{ATTR_PREFIX}{name}"),
+            Field::Span(field) => {
+                let name = SpanField::NAMED
+                    .iter()
+                    .find(|(_, f)| f == field)
+                    .map_or("", |(n, _)| n);
+                write!(f, "{SPAN_PREFIX}{name}")
+            }
         }
     }
 }
@@ -287,6 +354,27 @@ mod tests {
     }
 
     #[test]
+    fn reads_span_fields() {
+        assert_eq!(parse("span.name = a").field, Field::Span(SpanField::Name));
+        assert_eq!(
+            parse("span.kind = tool").field,
+            Field::Span(SpanField::Kind)
+        );
+        assert_eq!(
+            parse("span.status = error").field,
+            Field::Span(SpanField::Status)
+        );
+        assert_eq!(
+            parse("span.error_type = EpisodeAborted").field,
+            Field::Span(SpanField::ErrorType)
+        );
+        assert_eq!(
+            parse("span.attr.tool.name exists").field,
+            Field::Span(SpanField::Attr("tool.name".into()))
+        );
+    }
+
+    #[test]
     fn every_mistake_is_named() {
         for (expr, says) in [
             ("", "no field"),
@@ -299,6 +387,10 @@ mod tests {
             ("attr.a = two words", "double-quoted"),
             ("attr.a < true", "only with = or !="),
             ("attr.a = inf", "finite"),
+            ("span.size > 1", "not a span field"),
+            ("span.attr. exists", "attribute name"),
+            ("span.kind = robot", "span.kind \"robot\" is not a valid"),
+            ("span.status = fine", "span.status \"fine\" is not a valid"),
         ] {
             let e = TraceFilter::parse(expr).expect_err(expr);
             assert_eq!(e.code, "bad_filter");
@@ -318,6 +410,13 @@ mod tests {
             "attr.env = CartPole-v1",
             "attr.ok != false",
             "rank exists",
+            "span.name = physics.integrate",
+            "span.name != \"env step 3\"",
+            "span.kind = tool",
+            "span.status = error",
+            "span.error_type = FloatingPointError",
+            "span.attr.gen_ai.usage.output_tokens > 100",
+            "span.attr.cached exists",
         ] {
             let f = parse(expr);
             assert_eq!(parse(&f.to_string()), f, "{expr} -> {f}");

@@ -286,6 +286,36 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
             }),
         ),
         (
+            // About 9% of traces hold a failed span: the page fills early.
+            "run-scoped, span.status = error",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=span.status%20%3D%20error&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            // Both on one span, 1% of traces: most of a run is read to fill a page.
+            "run-scoped, span.name = \"tool 1\" and failed",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=span.name%20%3D%20%22tool%201%22&filter=span.status%20%3D%20error&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            // The worst case: no span matches, so every trace of the run is read.
+            "run-scoped, span.name matching nothing",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=span.name%20%3D%20absent&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
             "run-scoped, sort by attr.reward",
             Box::new(move || {
                 format!(

@@ -31,6 +31,13 @@ pub(crate) fn set_failed_beneath(u: &mut WorkspaceUrl, on: bool) {
     }
 }
 
+/// The span fields the builder offers, with their labels.
+const SPAN_FIELDS: [(&str, &str); 4] = [
+    ("span.name", "span name"),
+    ("span.kind", "span kind"),
+    ("span.status", "span status"),
+    ("span.error_type", "span error type"),
+];
 const OPERATORS: [&str; 7] = ["=", "!=", "<", "<=", ">", ">=", "exists"];
 const SORTS: [(&str, &str); 5] = [
     ("updated", "last update"),
@@ -148,13 +155,20 @@ fn Builder(
         keys.with_value(|ks| ks.iter().find(|k| format!("attr.{}", k.key) == f).cloned())
     };
     let hint = move || match chosen() {
+        None => match field.get().as_str() {
+            // Short enough to read in the box; a wrong word gets the whole list.
+            "span.kind" => "model, tool …".into(),
+            "span.status" => "ok, error …".into(),
+            "span.name" => "a name".into(),
+            "span.error_type" => "a type".into(),
+            _ => "a number".into(),
+        },
         Some(k) if k.kind == "number" => match (k.min, k.max) {
             (Some(lo), Some(hi)) => format!("{lo} to {hi}"),
             _ => "a number".into(),
         },
         Some(k) if k.kind == "boolean" => "true or false".into(),
         Some(_) => "text".into(),
-        None => "a number".into(),
     };
     let add = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -193,6 +207,12 @@ fn Builder(
                         let name = format!("attr.{}", k.key);
                         let label = format!("{} ({}, {} traces)", k.key, k.kind, k.traces);
                         view! { <option value=name.clone()>{label}</option> }
+                    }).collect_view()}
+                </optgroup>
+                // A trace that holds such a span; all span filters hold on one span.
+                <optgroup label="Any span">
+                    {SPAN_FIELDS.map(|(name, label)| view! {
+                        <option value=name selected=move || field.get() == name>{label}</option>
                     }).collect_view()}
                 </optgroup>
             </select>

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write};
-use serde_json::json;
+use serde_json::{json, Value};
 use treeline_server::store::{Cursor, TraceQuery, TraceSort};
 use treeline_wire::filter::TraceFilter;
 use treeline_wire::{RunUpsert, SpanKind, SpanStatus};
@@ -304,6 +304,117 @@ async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
     ids
 }
 
+/// Four traces whose spans differ by name, kind, status, error type and attribute:
+/// t0 and t1 both call `physics.integrate`, which fails only in t0; t1 fails in its
+/// reward instead; t3's root fails with an error that is text, not an object.
+async fn span_run(s: &S) {
+    run(s, "r1").await;
+    let root = |t: &str, task: &str| {
+        with(
+            open(t, "root", None, "rollout", 0),
+            json!({"attributes": {"task": task}}),
+        )
+    };
+    let span = |t: &str, id: &str, name: &str, kind: &str, attributes: Value| {
+        with(
+            open(t, id, Some("root"), kind, 1),
+            json!({"name": name, "attributes": attributes}),
+        )
+    };
+    let failed =
+        |t: &str, id: &str, error: Value| with(close(t, id, "error", 2), json!({"error": error}));
+    let events = [
+        root("t0", "a"),
+        span(
+            "t0",
+            "p",
+            "physics.integrate",
+            "env_step",
+            json!({"dt": 0.02}),
+        ),
+        failed(
+            "t0",
+            "p",
+            json!({"type": "FloatingPointError", "message": "overflow"}),
+        ),
+        close("t0", "root", "ok", 5),
+        root("t1", "b"),
+        span(
+            "t1",
+            "p",
+            "physics.integrate",
+            "env_step",
+            json!({"dt": 0.01}),
+        ),
+        close("t1", "p", "ok", 2),
+        span("t1", "r", "reward", "reward", json!({})),
+        failed("t1", "r", json!({"type": "EpisodeAborted"})),
+        close("t1", "root", "ok", 5),
+        root("t2", "a"),
+        span(
+            "t2",
+            "m",
+            "llm",
+            "model",
+            json!({"model": "small", "cached": true}),
+        ),
+        close("t2", "m", "ok", 2),
+        close("t2", "root", "ok", 5),
+        root("t3", "b"),
+        failed("t3", "root", json!("the simulator stopped")),
+    ];
+    write(s, "r1", &events).await;
+}
+
+async fn span_filters_hold_on_one_span(s: S) {
+    span_run(&s).await;
+    let cases: &[(&[&str], &[i64])] = &[
+        (&["span.name = physics.integrate"], &[0, 1]),
+        // Both on one span: t1's failure is in another span.
+        (
+            &["span.name = physics.integrate", "span.status = error"],
+            &[0],
+        ),
+        (&["span.status = error"], &[0, 1, 3]),
+        (&["span.kind = model"], &[2]),
+        (&["span.kind != rollout"], &[0, 1, 2]),
+        (&["span.name > physics"], &[0, 1, 2, 3]),
+        (&["span.name < llm"], &[]),
+        (&["span.name exists"], &[0, 1, 2, 3]),
+        // The type of an error that is an object; t3's is text.
+        (&["span.error_type = FloatingPointError"], &[0]),
+        (&["span.error_type exists"], &[0, 1]),
+        (&["span.error_type != FloatingPointError"], &[1]),
+        (&["span.attr.dt < 0.015"], &[1]),
+        (&["span.attr.dt >= 0.01"], &[0, 1]),
+        (&["span.attr.dt exists"], &[0, 1]),
+        (&["span.attr.dt = \"0.01\""], &[]),
+        (&["span.attr.model = small"], &[2]),
+        (&["span.attr.cached = true"], &[2]),
+        (&["span.attr.cached != true"], &[]),
+        // A name is text: against a number nothing matches.
+        (&["span.name = 3"], &[]),
+        // With the root's filters and statuses: all hold.
+        (&["span.status = error", "attr.task = a"], &[0]),
+        (&["span.status = error", "error_count > 0"], &[0, 1, 3]),
+    ];
+    for (filters, want) in cases {
+        assert_eq!(matching(&s, filters).await, *want, "{filters:?}");
+    }
+    // A status filter on the root and a span filter together.
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        statuses: vec![SpanStatus::Ok],
+        filters: vec![TraceFilter::parse("span.status = error").expect("valid")],
+        limit: 100,
+        ..Default::default()
+    };
+    let list = s.reads().list_traces(&query).await.expect("list");
+    let mut ids: Vec<&str> = list.traces.iter().map(|t| t.trace_id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["t0", "t1"]);
+}
+
 async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
     attribute_run(&s).await;
     let cases: &[(&[&str], &[i64])] = &[
@@ -575,6 +686,7 @@ on_both!(tokio::test, |t| t.store.clone();
     trace_lists_filter_search_and_page_without_duplicates,
     search_finds_names_and_id_prefixes_in_scope,
     filters_compare_totals_and_root_attributes_by_type,
+    span_filters_hold_on_one_span,
     attribute_keys_give_types_counts_ranges_and_common_values,
     a_first_page_counts_its_matches,
     traces_sort_by_a_numeric_attribute_and_page_without_gaps,
