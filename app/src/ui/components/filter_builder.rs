@@ -3,7 +3,7 @@
 //! attributes pinned as columns. Everything goes through the URL.
 
 use leptos::prelude::*;
-use treeline_wire::filter::{AttributeKey, Total, TraceFilter, MAX_FILTERS};
+use treeline_wire::filter::{AttributeKey, Total, TraceFilter, MAX_FILTERS, SPAN_PREFIX};
 
 use crate::ui::api;
 use crate::ui::components::early_input;
@@ -196,7 +196,14 @@ fn Builder(
     };
     view! {
         <form class="builder" on:submit=add aria-label="Add a filter">
-            <select aria-label="Filter field" on:change=move |ev| field.set(event_target_value(&ev))>
+            <select aria-label="Filter field" on:change=move |ev| {
+                let chosen = event_target_value(&ev);
+                // A span field is text, which is mostly tested for being equal.
+                if chosen.starts_with(SPAN_PREFIX) {
+                    op.set("=".into());
+                }
+                field.set(chosen);
+            }>
                 <optgroup label="Trace totals">
                     {Total::ALL.map(|t| view! {
                         <option value=t.name() selected=move || field.get() == t.name()>{t.name()}</option>
