@@ -38,12 +38,10 @@ pub(super) async fn find_run(
 }
 
 /// The store's query for a list: `run_id` is the path's (a run's own list) or the
-/// query's (`GET /api/traces?run_id=`).
+/// query's (`GET /api/traces?run_id=`). Both are checked already: the path's by
+/// its extractor, the query's by `ListQuery::parse`.
 pub(super) fn trace_query(list: ListQuery, run_id: Option<String>) -> ApiResult<TraceQuery> {
     let run_id = run_id.or(list.run_id);
-    if let Some(id) = &run_id {
-        check_id(id, "run_id")?;
-    }
     Ok(TraceQuery {
         project: list.project,
         run_id,

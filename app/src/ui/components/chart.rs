@@ -62,9 +62,8 @@ fn value_axis(points: &[(i64, f64)]) -> Vec<f64> {
         .collect()
 }
 
-/// The value range drawn: the value axis's first and last tick.
-fn value_range(points: &[(i64, f64)]) -> (f64, f64) {
-    let axis = value_axis(points);
+/// The value range drawn: the axis's first and last tick.
+fn axis_range(axis: &[f64]) -> (f64, f64) {
     (
         axis.first().copied().unwrap_or(0.0),
         axis.last().copied().unwrap_or(1.0),
@@ -79,10 +78,11 @@ fn range_caption(points: &[(i64, f64)]) -> String {
     }
 }
 
-/// The SVG of `points` over the steps `x0..=x1`.
-pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
+/// The SVG of `points` over the steps `x0..=x1`, with a grid line at each value of
+/// `axis` (from [`value_axis`]).
+pub fn line_svg(points: &[(i64, f64)], axis: &[f64], x0: i64, x1: i64) -> String {
     let mut svg = String::new();
-    let (lo, hi) = value_range(points);
+    let (lo, hi) = axis_range(axis);
     let x1 = if x1 <= x0 { x0 + 1 } else { x1 };
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -91,7 +91,7 @@ pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
             .build_cartesian_2d(x0 as f64..x1 as f64, lo..hi)
             .and_then(|mut chart| {
                 let grid = RGBColor(226, 230, 236);
-                for y in value_axis(points) {
+                for &y in axis {
                     chart.draw_series(std::iter::once(PathElement::new(
                         vec![(x0 as f64, y), (x1 as f64, y)],
                         grid.stroke_width(1),
@@ -113,12 +113,11 @@ pub fn line_svg(points: &[(i64, f64)], x0: i64, x1: i64) -> String {
 
 /// Each value of the axis (bottom first) with how far down the drawing its grid
 /// line sits, in percent: the y-axis labels laid over the SVG.
-pub fn value_ticks(points: &[(i64, f64)]) -> Vec<(f64, f64)> {
-    let axis = value_axis(points);
-    let (lo, hi) = value_range(points);
+pub fn value_ticks(axis: &[f64]) -> Vec<(f64, f64)> {
+    let (lo, hi) = axis_range(axis);
     let plot = f64::from(HEIGHT - 2 * PAD_Y);
-    axis.into_iter()
-        .map(|v| {
+    axis.iter()
+        .map(|&v| {
             let t = (v - lo) / (hi - lo);
             let top = (f64::from(PAD_Y) + plot * (1.0 - t)) / f64::from(HEIGHT) * 100.0;
             (v, top)
@@ -184,8 +183,9 @@ pub fn LineChart(
             points.last().map_or(1, |p| p.0),
         )
     });
-    let svg = line_svg(&points, x0, x1);
-    let ticks = value_ticks(&points);
+    let axis = value_axis(&points);
+    let svg = line_svg(&points, &axis, x0, x1);
+    let ticks = value_ticks(&axis);
     let caption = range_caption(&points);
     let points = StoredValue::new(points);
     let hover = RwSignal::new(None::<(i64, f64, f64)>);
@@ -301,7 +301,10 @@ mod tests {
     #[test]
     fn value_ticks_are_round_and_cover_the_data() {
         let values = |points: &[(i64, f64)]| -> Vec<f64> {
-            value_ticks(points).iter().map(|t| t.0).collect()
+            value_ticks(&value_axis(points))
+                .iter()
+                .map(|t| t.0)
+                .collect()
         };
         // The reward chart that read 137.57, 283.84, 430.12.
         let reward = [(0, 137.6), (5, 430.1), (9, 300.0)];
@@ -314,7 +317,7 @@ mod tests {
         assert_eq!(values(&[]), [0.0, 0.5, 1.0]);
         // The bottom tick sits PAD_Y above the drawing's bottom edge, the top one PAD_Y
         // below its top.
-        let ticks = value_ticks(&reward);
+        let ticks = value_ticks(&value_axis(&reward));
         assert!((ticks[0].1 - 93.75).abs() < 1e-9 && (ticks[4].1 - 6.25).abs() < 1e-9);
     }
 
@@ -333,7 +336,7 @@ mod tests {
     fn the_caption_gives_the_datas_range_not_the_padded_axis() {
         let points = [(0, 0.297), (1, 0.875), (2, 0.5)];
         assert_eq!(range_caption(&points), "min 0.297 · max 0.875");
-        let (lo, hi) = value_range(&points);
+        let (lo, hi) = axis_range(&value_axis(&points));
         assert!(
             lo < 0.297 && hi > 0.875,
             "the axis reaches round values past the data"
@@ -343,7 +346,8 @@ mod tests {
 
     #[test]
     fn the_svg_draws_the_series() {
-        let svg = line_svg(&[(0, 1.0), (5, 3.0), (9, 2.0)], 0, 9);
+        let points = [(0, 1.0), (5, 3.0), (9, 2.0)];
+        let svg = line_svg(&points, &value_axis(&points), 0, 9);
         assert!(svg.starts_with("<svg"), "{svg}");
         assert!(svg.contains("polyline") || svg.contains("path"));
         assert_eq!(short(0.000123456), "1.235e-4");
