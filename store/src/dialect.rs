@@ -249,6 +249,11 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// text (strings and booleans); `num` is floating-point, an integer too.
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
 
+    /// The string members of `t`'s root attributes as rows `a` with `a.key`: the
+    /// join that follows `traces t`, the member's text, and the condition that
+    /// keeps strings only.
+    const STRING_MEMBERS: (&'static str, &'static str, &'static str);
+
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
@@ -288,6 +293,8 @@ fn json_path(key: &str) -> String {
 
 impl Dialect for Sqlite {
     const LIKE_ANY_CASE: &'static str = "LIKE";
+    const STRING_MEMBERS: (&'static str, &'static str, &'static str) =
+        (", json_each(t.attributes) a", "a.value", "a.type = 'text'");
     const GREATEST: &'static str = "MAX";
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
@@ -402,6 +409,11 @@ impl Dialect for Sqlite {
 
 impl Dialect for Postgres {
     const LIKE_ANY_CASE: &'static str = "ILIKE";
+    const STRING_MEMBERS: (&'static str, &'static str, &'static str) = (
+        " CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a",
+        "a.value #>> '{}'",
+        "jsonb_typeof(a.value) = 'string'",
+    );
     const GREATEST: &'static str = "GREATEST";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";

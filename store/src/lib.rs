@@ -11,11 +11,14 @@ pub mod failure;
 pub mod ingest;
 
 mod access;
+mod changes;
 mod checkpoint;
 mod children;
 mod cursor;
 mod dialect;
+mod distribution;
 mod group;
+mod group_lens;
 mod merge;
 mod migrations;
 mod postgres;
@@ -25,6 +28,7 @@ mod run_writes;
 mod search;
 mod sqlite;
 mod statements;
+mod stats;
 mod trace_list;
 
 use async_trait::async_trait;
@@ -50,6 +54,10 @@ pub enum StoreError {
     ProjectConflict { run_id: String, existing: String },
     #[error("invalid cursor")]
     BadCursor,
+    /// A request the data refuses, in the contract's words: a string attribute
+    /// asked for as a number, say.
+    #[error("{0}")]
+    Invalid(treeline_wire::Invalid),
     /// A page asked to be read around a span that is not among the children listed.
     #[error("span {span_id} is not among the children listed")]
     NotListed { span_id: String },

@@ -7,6 +7,10 @@ use treeline_wire::{
     StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
 };
 
+use treeline_wire::changes::{Changes, ChangesQuery};
+use treeline_wire::groups::{Groups, GroupsQuery};
+use treeline_wire::stats::{Stats, StatsQuery};
+
 use treeline_wire::filter::{
     AttributeKey, AttributeKeys, ValueCount, MAX_ATTRIBUTE_KEYS, MAX_LISTED_VALUE_CHARS, TOP_VALUES,
 };
@@ -112,6 +116,16 @@ pub trait Reads: Send + Sync {
     /// The root-attribute keys of the run's traces, by type, most common first: at
     /// most `MAX_ATTRIBUTE_KEYS`, each with its range or its most common values.
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys>;
+    /// The distribution of `stats.value` over the steps of `traces`' run, among the
+    /// traces `traces` matches (its order and page ignored). `Invalid` when the
+    /// value is a string attribute there, or the split a number one.
+    async fn stats(&self, traces: &TraceQuery, stats: &StatsQuery) -> StoreResult<Stats>;
+    /// The groups of samples among the traces `traces` matches, per step, with one
+    /// step's groups listed.
+    async fn groups(&self, traces: &TraceQuery, groups: &GroupsQuery) -> StoreResult<Groups>;
+    /// What differs between `changes`' two step ranges among the traces `traces`
+    /// matches (its own step bounds ignored).
+    async fn changes(&self, traces: &TraceQuery, changes: &ChangesQuery) -> StoreResult<Changes>;
     /// Per-step trace activity in `[min_step, max_step]`, at most `STEP_LIMIT` steps,
     /// with the run's totals. `RunNotFound` for an unknown run.
     async fn steps(
@@ -475,6 +489,18 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList> {
         self.trace_list(query).await
+    }
+
+    async fn stats(&self, traces: &TraceQuery, stats: &StatsQuery) -> StoreResult<Stats> {
+        self.distribution(traces, stats).await
+    }
+
+    async fn groups(&self, traces: &TraceQuery, groups: &GroupsQuery) -> StoreResult<Groups> {
+        self.group_lens(traces, groups).await
+    }
+
+    async fn changes(&self, traces: &TraceQuery, changes: &ChangesQuery) -> StoreResult<Changes> {
+        Reader::changes(self, traces, changes).await
     }
 
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {

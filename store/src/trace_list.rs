@@ -253,7 +253,7 @@ fn summaries(items: Vec<(f64, TraceSummary)>) -> Vec<TraceSummary> {
 
 /// Pushes the query's conditions on `t` (run, project, status, kinds, window, steps,
 /// its search `terms`, resolved, and filters), each as ` AND …`.
-fn push_conditions<'a, DB: Dialect>(
+pub(super) fn push_conditions<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     query: &'a TraceQuery,
     terms: &'a [Term<'a>],
@@ -331,15 +331,50 @@ fn push_span_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, field: &'a SpanField, 
         Test::Exists => {
             q.push(format!("{column} IS NOT NULL"));
         }
-        Test::Compare(op, Value::Text(text)) => {
+        Test::Compare(op, value) => push_column_compare(q, column, *op, value),
+        Test::In { negated, values } => push_in(q, *negated, values, |q, op, value| {
+            push_column_compare(q, column, op, value)
+        }),
+    }
+}
+
+fn push_column_compare<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    column: &'static str,
+    op: Op,
+    value: &'a Value,
+) {
+    match value {
+        Value::Text(text) => {
             DB::push_bytewise(q, column);
             q.push(format!(" {} ", op.symbol())).bind(text);
         }
         // These fields are text: against a number or a boolean nothing matches.
-        Test::Compare(..) => {
+        _ => {
             q.push("1 = 0");
         }
     }
+}
+
+/// `in` as one `=` per value joined by OR; `not in` as one `!=` per value joined
+/// by AND, so a missing field matches neither, as with `=` and `!=`.
+fn push_in<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    negated: bool,
+    values: &'a [Value],
+    mut compare: impl FnMut(&mut Sql<'a, DB>, Op, &'a Value),
+) {
+    let (op, join) = if negated {
+        (Op::Ne, " AND ")
+    } else {
+        (Op::Eq, " OR ")
+    };
+    q.push("(");
+    for (i, value) in values.iter().enumerate() {
+        q.push(if i == 0 { "" } else { join });
+        compare(q, op, value);
+    }
+    q.push(")");
 }
 
 /// Pushes a test of the member `key` of the JSON object in column `doc`.
@@ -351,24 +386,39 @@ fn push_member<'a, DB: Dialect>(
 ) {
     match test {
         Test::Exists => DB::push_attr_exists(q, doc, key),
-        Test::Compare(op, Value::Number(n)) => {
+        Test::Compare(op, value) => push_member_compare(q, doc, key, *op, value),
+        Test::In { negated, values } => push_in(q, *negated, values, |q, op, value| {
+            push_member_compare(q, doc, key, op, value)
+        }),
+    }
+}
+
+fn push_member_compare<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    doc: &'static str,
+    key: &'a str,
+    op: Op,
+    value: &'a Value,
+) {
+    match value {
+        Value::Number(n) => {
             DB::push_attr_number(q, doc, key);
             q.push(format!(" {} ", op.symbol())).bind(*n);
         }
-        Test::Compare(op, Value::Text(text)) => {
+        Value::Text(text) => {
             DB::push_attr_text(q, doc, key);
             q.push(format!(" {} ", op.symbol())).bind(text);
         }
-        Test::Compare(op, Value::Bool(b)) => {
-            // Parsing allows only = and != with a boolean.
-            DB::push_attr_is(q, doc, key, if *op == Op::Ne { !*b } else { *b });
+        Value::Bool(b) => {
+            // Parsing allows only = and != with a boolean (in lists are = or !=).
+            DB::push_attr_is(q, doc, key, if op == Op::Ne { !*b } else { *b });
         }
     }
 }
 
-/// Pushes the condition of one trace filter (on `t`, the traces table).
-fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
-    let total = |t: Total| match t {
+/// A trace total as an expression on `t`.
+pub(super) fn total(t: Total) -> &'static str {
+    match t {
         Total::Errors => "t.error_count",
         Total::Spans => "t.span_count",
         Total::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
@@ -376,7 +426,11 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
         Total::Duration => "(t.end_us - t.start_us)",
         Total::Step => "t.step",
         Total::Rank => "t.rank",
-    };
+    }
+}
+
+/// Pushes the condition of one trace filter (on `t`, the traces table).
+fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
     match (&filter.field, &filter.test) {
         (Field::Total(t), Test::Exists) => {
             q.push(format!("{} IS NOT NULL", total(*t)));
@@ -386,15 +440,31 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
         (Field::Total(Total::Errors), Test::Compare(Op::Gt, Value::Number(n))) if *n == 0.0 => {
             q.push("t.error_count > 0");
         }
-        (Field::Total(t), Test::Compare(op, Value::Number(n))) => {
-            q.push(format!("{} {} ", total(*t), op.symbol())).bind(*n);
-        }
-        // A total is a number: against a string or a boolean nothing matches.
-        (Field::Total(_), Test::Compare(..)) => {
-            q.push("1 = 0");
+        (Field::Total(t), Test::Compare(op, value)) => push_total_compare(q, total(*t), *op, value),
+        (Field::Total(t), Test::In { negated, values }) => {
+            push_in(q, *negated, values, |q, op, value| {
+                push_total_compare(q, total(*t), op, value)
+            })
         }
         (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
         // `push_conditions` puts a list's span filters in one condition.
         (Field::Span(_), _) => push_span_filters(q, std::slice::from_ref(filter)),
+    }
+}
+
+fn push_total_compare<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    total: &'static str,
+    op: Op,
+    value: &'a Value,
+) {
+    match value {
+        Value::Number(n) => {
+            q.push(format!("{total} {} ", op.symbol())).bind(*n);
+        }
+        // A total is a number: against a string or a boolean nothing matches.
+        _ => {
+            q.push("1 = 0");
+        }
     }
 }

@@ -139,7 +139,16 @@ pub enum Value {
 pub enum Test {
     Exists,
     Compare(Op, Value),
+    /// `in (a, b)`: equal to one of the values; with `negated`, `not in`: different
+    /// from each (so, as with `!=`, a trace lacking the field matches neither).
+    In {
+        negated: bool,
+        values: Vec<Value>,
+    },
 }
+
+/// Most values one `in` list takes.
+pub const MAX_IN_VALUES: usize = 20;
 
 /// One filter of a trace list. Numbers compare as numbers and strings as strings;
 /// a number against a string matches nothing.
@@ -180,6 +189,18 @@ impl TraceFilter {
                 test: Test::Exists,
             });
         }
+        for (word, negated) in [("in", false), ("not in", true)] {
+            if let Some(list) = rest.strip_prefix(word).and_then(|r| {
+                let r = r.trim_start();
+                r.starts_with('(').then_some(r)
+            }) {
+                let values = parse_list(list).map_err(|e| bad(&e))?;
+                return Ok(TraceFilter {
+                    field,
+                    test: Test::In { negated, values },
+                });
+            }
+        }
         let (op, value) = [
             ("<=", Op::Le),
             (">=", Op::Ge),
@@ -190,7 +211,9 @@ impl TraceFilter {
         ]
         .into_iter()
         .find_map(|(symbol, op)| rest.strip_prefix(symbol).map(|v| (op, v.trim())))
-        .ok_or_else(|| bad("expected an operator (= != < <= > >=) or exists after the field"))?;
+        .ok_or_else(|| {
+            bad("expected an operator (= != < <= > >= in, not in) or exists after the field")
+        })?;
         let value = parse_value(value).map_err(&bad)?;
         if matches!(value, Value::Bool(_)) && !matches!(op, Op::Eq | Op::Ne) {
             return Err(bad("true and false compare only with = or !="));
@@ -209,6 +232,51 @@ impl TraceFilter {
             field,
             test: Test::Compare(op, value),
         })
+    }
+}
+
+/// `(a, "b c", 3)`: the values of an `in` list, each read as a value after `=` is.
+fn parse_list(text: &str) -> Result<Vec<Value>, String> {
+    let inner = text
+        .strip_prefix('(')
+        .and_then(|t| t.trim_end().strip_suffix(')'))
+        .ok_or("an in list is written (a, b, c)")?;
+    let mut values = Vec::new();
+    let mut rest = inner.trim();
+    while !rest.is_empty() {
+        // A quoted item ends at its closing quote (past escaped ones), a bare one
+        // at the next comma.
+        let end = if rest.starts_with('"') {
+            let mut escaped = false;
+            rest.char_indices()
+                .skip(1)
+                .find(|&(_, c)| {
+                    let close = c == '"' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    close
+                })
+                .map_or(rest.len(), |(i, _)| i + 1)
+        } else {
+            rest.find(',').unwrap_or(rest.len())
+        };
+        let item = rest[..end].trim();
+        values.push(parse_value(item).map_err(|e| format!("in the list: {e}"))?);
+        rest = rest[end..].trim_start();
+        if let Some(after) = rest.strip_prefix(',') {
+            rest = after.trim_start();
+            if rest.is_empty() {
+                return Err("the list ends with a comma".into());
+            }
+        } else if !rest.is_empty() {
+            return Err("items of an in list are separated by commas".into());
+        }
+    }
+    match values.len() {
+        0 => Err("an in list needs at least one value".into()),
+        n if n > MAX_IN_VALUES => Err(format!(
+            "an in list takes at most {MAX_IN_VALUES} values; {n} given"
+        )),
+        _ => Ok(values),
     }
 }
 
@@ -266,7 +334,11 @@ impl fmt::Display for Value {
             Value::Number(n) => write!(f, "{n}"),
             Value::Bool(b) => write!(f, "{b}"),
             // Quoted unless it would read back as itself bare.
-            Value::Text(t) if parse_value(t).ok().as_ref() == Some(self) => f.write_str(t),
+            Value::Text(t)
+                if !t.contains([',', '(', ')']) && parse_value(t).ok().as_ref() == Some(self) =>
+            {
+                f.write_str(t)
+            }
             Value::Text(t) => write!(f, "\"{}\"", t.replace('\\', "\\\\").replace('"', "\\\"")),
         }
     }
@@ -278,6 +350,11 @@ impl fmt::Display for TraceFilter {
         match &self.test {
             Test::Exists => write!(f, "{} exists", self.field),
             Test::Compare(op, value) => write!(f, "{} {} {value}", self.field, op.symbol()),
+            Test::In { negated, values } => {
+                let list: Vec<String> = values.iter().map(Value::to_string).collect();
+                let word = if *negated { "not in" } else { "in" };
+                write!(f, "{} {word} ({})", self.field, list.join(", "))
+            }
         }
     }
 }
@@ -354,6 +431,30 @@ mod tests {
     }
 
     #[test]
+    fn reads_in_lists() {
+        assert_eq!(
+            parse("attr.family not in (code, \"math word\", 3)").test,
+            Test::In {
+                negated: true,
+                values: vec![
+                    Value::Text("code".into()),
+                    Value::Text("math word".into()),
+                    Value::Number(3.0)
+                ]
+            }
+        );
+        assert_eq!(
+            parse("attr.family in(\"a\\\"b\", c)").test,
+            Test::In {
+                negated: false,
+                values: vec![Value::Text("a\"b".into()), Value::Text("c".into())]
+            }
+        );
+        let many = format!("attr.a in ({})", vec!["x"; 21].join(", "));
+        assert!(TraceFilter::parse(&many).is_err());
+    }
+
+    #[test]
     fn reads_span_fields() {
         assert_eq!(parse("span.name = a").field, Field::Span(SpanField::Name));
         assert_eq!(
@@ -391,6 +492,10 @@ mod tests {
             ("span.attr. exists", "attribute name"),
             ("span.kind = robot", "span.kind \"robot\" is not a valid"),
             ("span.status = fine", "span.status \"fine\" is not a valid"),
+            ("attr.a in ()", "at least one value"),
+            ("attr.a in (x, )", "ends with a comma"),
+            ("attr.a in (x y)", "double-quoted"),
+            ("attr.a not in x", "operator"),
         ] {
             let e = TraceFilter::parse(expr).expect_err(expr);
             assert_eq!(e.code, "bad_filter");
@@ -417,6 +522,8 @@ mod tests {
             "span.error_type = FloatingPointError",
             "span.attr.gen_ai.usage.output_tokens > 100",
             "span.attr.cached exists",
+            "attr.family in (code, \"a, b\", \"x)\")",
+            "attr.family not in (math, 12, true)",
         ] {
             let f = parse(expr);
             assert_eq!(parse(&f.to_string()), f, "{expr} -> {f}");

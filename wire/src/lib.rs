@@ -3,10 +3,13 @@
 //! the Rust client all take them from here, so every side parses and prints the same
 //! shapes, and no client links the UI.
 
+pub mod changes;
 pub mod filter;
+pub mod groups;
 pub mod limits;
 pub mod query;
 pub mod routes;
+pub mod stats;
 
 mod compare;
 pub mod contract;

@@ -30,6 +30,12 @@ pub const RUN_EXPORT: &str = "/runs/{run_id}/export";
 pub const RUN_ALIGN: &str = "/runs/{run_id}/align";
 /// Two spans' attributes and bodies, diffed.
 pub const RUN_DIFF: &str = "/runs/{run_id}/diff";
+/// A value's distribution over the run's steps.
+pub const RUN_STATS: &str = "/runs/{run_id}/stats";
+/// Samples scored together: per group its spread, per step the groups with none.
+pub const RUN_GROUPS: &str = "/runs/{run_id}/groups";
+/// What differs between two step ranges of a run.
+pub const RUN_CHANGES: &str = "/runs/{run_id}/changes";
 /// The traces of a run that share a trace's rollout id.
 pub const TRACE_ROLLOUTS: &str = "/runs/{run_id}/traces/{trace_id}/rollouts";
 /// Who the caller is (the dashboard shows it, with a way to sign out).
@@ -55,6 +61,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUN_EXPORT),
     ("GET", RUN_ALIGN),
     ("GET", RUN_DIFF),
+    ("GET", RUN_STATS),
+    ("GET", RUN_GROUPS),
+    ("GET", RUN_CHANGES),
     ("GET", TRACE_ROLLOUTS),
     ("GET", SESSION),
 ];

@@ -116,6 +116,7 @@ impl From<StoreError> for ApiError {
                 "run id {run_id} is taken by a run of another project; choose another"
             )),
             StoreError::BadCursor => ApiError::bad("invalid_cursor", "cursor is not valid"),
+            StoreError::Invalid(e) => e.into(),
             StoreError::NotListed { span_id } => ApiError::not_found(
                 "span_not_found",
                 format!("around: span {span_id} is not among the children listed"),

@@ -10,6 +10,7 @@ mod export;
 mod extract;
 pub mod guard;
 pub mod ingest;
+mod insight;
 mod params;
 pub mod query;
 pub mod secret;
@@ -98,6 +99,9 @@ pub fn router(state: AppState) -> Router {
         .route(routes::RUN_ALIGN, get(compare::align_children))
         .route(routes::RUN_DIFF, get(compare::diff))
         .route(routes::TRACE_ROLLOUTS, get(compare::rollouts))
+        .route(routes::RUN_STATS, get(insight::stats))
+        .route(routes::RUN_GROUPS, get(insight::groups))
+        .route(routes::RUN_CHANGES, get(insight::changes))
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             shed::READ_TIMEOUT,

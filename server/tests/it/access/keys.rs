@@ -187,6 +187,9 @@ async fn a_project_key_sees_only_its_project(t: common::TestStore) {
         "/api/runs/rb/traces/t-rb",
         "/api/runs/rb/traces/t-rb/spans",
         "/api/runs/rb/traces/t-rb/spans/root",
+        "/api/runs/rb/stats?value=span_count",
+        "/api/runs/rb/groups?by=children&value=attr.reward",
+        "/api/runs/rb/changes?min_step=1&max_step=2",
     ] {
         let hidden = app.get(path, &key).await;
         let absent = app.get(&path.replace("rb", "nope"), &key).await;

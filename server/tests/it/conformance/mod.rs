@@ -11,6 +11,7 @@ type S = Arc<dyn Store>;
 mod batches;
 mod ingest_rules;
 mod invariance;
+mod rollouts;
 mod runs;
 mod span_tree;
 mod trace_lists;

@@ -377,6 +377,7 @@ async fn span_filters_hold_on_one_span(s: S) {
         ),
         (&["span.status = error"], &[0, 1, 3]),
         (&["span.kind = model"], &[2]),
+        (&["span.kind in (model, reward)"], &[1, 2]),
         (&["span.kind != rollout"], &[0, 1, 2]),
         (&["span.name > physics"], &[0, 1, 2, 3]),
         (&["span.name < llm"], &[]),
@@ -424,6 +425,16 @@ async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
         // A number never equals a string, either way round.
         (&["attr.reward != 0.3"], &[0, 1, 2, 4, 5, 6, 7, 8, 9]),
         (&["attr.reward = high"], &[10]),
+        (&["attr.reward in (0.1, 0.2, high)"], &[1, 2, 10]),
+        // As with !=: only numbers other than these; no string, none missing.
+        (
+            &["attr.reward not in (0.1, 0.2)"],
+            &[0, 3, 4, 5, 6, 7, 8, 9],
+        ),
+        (
+            &["attr.task in (\"math word\")", "attr.solved = true"],
+            &[0, 6],
+        ),
         (&["attr.reward > \"a\""], &[10]),
         (&["attr.reward exists"], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]),
         (&["attr.missing exists"], &[]),

@@ -1,0 +1,133 @@
+//! Reading a distribution: one pass over the matching traces of a run (step, value,
+//! split label), summarized by [`super::distribution`].
+
+use treeline_wire::filter::ATTR_PREFIX;
+use treeline_wire::stats::{Measure, Stats, StatsQuery};
+use treeline_wire::Invalid;
+
+use super::dialect::{Dialect, Sql};
+use super::distribution::{summarize, Point};
+use super::reader::Reader;
+use super::rows::DbRow;
+use super::search::push_driver;
+use super::trace_list::{push_conditions, total};
+use super::{StoreError, StoreResult, TraceQuery};
+
+impl<DB: Dialect> Reader<DB> {
+    pub(super) async fn distribution(
+        &self,
+        query: &TraceQuery,
+        stats: &StatsQuery,
+    ) -> StoreResult<Stats> {
+        let value_name = stats.value.name();
+        let split = stats.split.as_deref();
+        let answer = |s: Stats| Stats {
+            value: value_name.clone(),
+            split: split.map(|k| format!("{ATTR_PREFIX}{k}")),
+            ..s
+        };
+        let Some(terms) = self.resolve_terms(query).await? else {
+            return Ok(answer(Stats {
+                empty: Some("no trace matches".into()),
+                ..Stats::default()
+            }));
+        };
+        let mut q = Sql::new("SELECT t.step AS step, CAST(");
+        match &stats.value {
+            Measure::Total(t) => q.push(total(*t)),
+            Measure::Attr(_) => q.push("n.value"),
+        };
+        q.push(" AS DOUBLE PRECISION) AS v");
+        if let Some(key) = split {
+            q.push(", ");
+            DB::push_attr_text(&mut q, "t.attributes", key);
+            q.push(" AS label");
+        }
+        q.push(" FROM ");
+        push_driver(&mut q, &terms);
+        q.push("traces t");
+        if let Measure::Attr(key) = &stats.value {
+            q.push(
+                " LEFT JOIN trace_numbers n ON n.run_id = t.run_id \
+                 AND n.trace_id = t.trace_id AND n.key = ",
+            )
+            .bind(key.as_str());
+        }
+        q.push(" WHERE t.step IS NOT NULL");
+        push_conditions(&mut q, query, &terms);
+        let rows = self.rows(q).await?;
+        let (mut points, mut left_out, mut unsplit) = (Vec::with_capacity(rows.len()), 0, 0);
+        for row in &rows {
+            let Some(value) = row.float("v")? else {
+                left_out += 1;
+                continue;
+            };
+            let label = match split {
+                Some(_) => row.text("label")?,
+                None => None,
+            };
+            unsplit += i64::from(split.is_some() && label.is_none());
+            points.push(Point {
+                step: row.req_int("step")?,
+                value,
+                label,
+            });
+        }
+        if points.is_empty() {
+            if let Measure::Attr(key) = &stats.value {
+                if left_out > 0 && self.has_text(query, key).await? {
+                    return Err(StoreError::Invalid(Invalid::new(
+                        "invalid_parameter",
+                        format!(
+                            "value attr.{key} is a string on this run's traces; value takes a \
+                             numeric attribute or a total"
+                        ),
+                    )));
+                }
+            }
+            let empty = if rows.is_empty() {
+                "no matching trace has a step".to_string()
+            } else {
+                format!("no matching trace at a step has a number for {value_name}")
+            };
+            return Ok(answer(Stats {
+                left_out,
+                empty: Some(empty),
+                ..Stats::default()
+            }));
+        }
+        if let Some(key) = split {
+            if unsplit == points.len() as i64 && self.has_number(query, key).await? {
+                return Err(StoreError::Invalid(Invalid::new(
+                    "invalid_parameter",
+                    format!("split attr.{key} is a number on this run's traces; split takes a string attribute"),
+                )));
+            }
+        }
+        Ok(answer(Stats {
+            left_out,
+            unsplit,
+            ..summarize(&points, split, stats.buckets, stats.bins)
+        }))
+    }
+
+    /// Whether a trace of the query's run has a string for the root attribute `key`.
+    async fn has_text(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
+        let mut q = Sql::new("SELECT 1 AS one FROM traces t WHERE t.run_id = ");
+        q.bind(query.run_id.as_deref().unwrap_or_default())
+            .push(" AND ");
+        DB::push_attr_text(&mut q, "t.attributes", key);
+        q.push(" IS NOT NULL LIMIT 1");
+        Ok(!self.rows(q).await?.is_empty())
+    }
+
+    /// Whether a trace of the query's run has a number for the root attribute `key`.
+    pub(super) async fn has_number(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
+        let mut q = Sql::new("SELECT 1 AS one FROM trace_numbers n WHERE n.run_id = ");
+        q.bind(query.run_id.as_deref().unwrap_or_default())
+            .push(" AND n.key = ")
+            .bind(key)
+            .push(" LIMIT 1");
+        Ok(!self.rows(q).await?.is_empty())
+    }
+}
