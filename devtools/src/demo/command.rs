@@ -108,7 +108,7 @@ fn print_summary(summary: &DemoSummary) {
     );
     for run in &summary.runs {
         println!(
-            "  {:<20} {:<12} {:>4} traces ({:>3} failed) {:>7} spans   /runs/{}",
+            "  {:<20} {:<12} {:>6} traces ({:>5} failed) {:>7} spans   /runs/{}",
             run.run_id, run.project, run.traces, run.errored_traces, run.spans, run.run_id
         );
     }

@@ -1,11 +1,13 @@
-//! Demo data: a PPO run, a GRPO agent run, a live run and an interrupted one, loaded
-//! through the public ingest API so a newcomer lands on something real.
+//! Demo data: a PPO run, a GRPO agent run, a flat GRPO run of one trace per sample, a
+//! live run and an interrupted one, loaded through the public ingest API so a newcomer
+//! lands on something real.
 //!
 //! Ids, names and content are fixed (seeded); only timestamps follow the clock, so the
 //! runs fall inside the dashboard's default window whenever they are loaded.
 
 mod agent;
 mod command;
+mod grpo;
 mod long;
 mod rl;
 mod rng;
@@ -23,6 +25,7 @@ pub use command::{run_command, spawn_api_server, DemoArgs};
 
 pub const PPO_RUN: &str = rl::PPO_RUN;
 pub const GRPO_RUN: &str = agent::GRPO_RUN;
+pub const GRPO_FLAT_RUN: &str = grpo::GRPO_FLAT_RUN;
 pub const LIVE_RUN: &str = agent::LIVE_RUN;
 pub const INTERRUPTED_RUN: &str = rl::INTERRUPTED_RUN;
 /// The PPO steps whose rollouts fail, while the episode return dips.
@@ -37,6 +40,8 @@ pub struct Options {
     pub wide_children: u64,
     /// Events per request.
     pub batch: usize,
+    /// Prompts per step of the flat GRPO run (8 samples each, 200 steps).
+    pub flat_prompts: usize,
 }
 
 impl Options {
@@ -45,13 +50,16 @@ impl Options {
             big_trace_spans: 100_000,
             wide_children: 10_000,
             batch: 4_000,
+            flat_prompts: 32,
         }
     }
 
-    /// The big trace scaled down, for tests; everything else as in [`Options::full`].
+    /// The big trace and the flat GRPO run scaled down, for tests (8 prompts a step
+    /// keep two of each task family); everything else as in [`Options::full`].
     pub fn small() -> Options {
         Options {
             big_trace_spans: 5_000,
+            flat_prompts: 8,
             ..Options::full()
         }
     }
@@ -118,6 +126,8 @@ pub(crate) fn plan(ctx: &Ctx) -> Vec<RunPlan> {
         rl::ppo(ctx),
         rl::interrupted(ctx),
         agent::live(ctx),
+        // 51,200 small traces: after the small runs, before the one with the big trace.
+        grpo::grpo_flat(ctx),
         agent::grpo(ctx),
     ]
 }
@@ -277,11 +287,12 @@ pub fn log_progress() -> impl FnMut(usize, usize) + Send {
 mod tests {
     use super::*;
 
-    fn events(options: &Options) -> Vec<(&'static str, Vec<Value>)> {
+    /// Each run's events, streamed: the flat GRPO run is too large to hold as JSON.
+    fn events(options: &Options) -> Vec<(&'static str, Chunks)> {
         let ctx = Ctx::new(1_800_000_000_000_000, options);
         plan(&ctx)
             .into_iter()
-            .map(|p| (p.run_id, (p.events)().flatten().collect()))
+            .map(|p| (p.run_id, (p.events)()))
             .collect()
     }
 
@@ -289,17 +300,13 @@ mod tests {
     fn every_event_is_valid_and_spans_are_unique() {
         for (run, events) in events(&Options::small()) {
             let mut seen = std::collections::HashSet::new();
-            for (i, e) in events.iter().enumerate() {
-                let parsed = treeline_wire::parse_event(e);
+            for (i, e) in events.flatten().enumerate() {
+                let parsed = treeline_wire::parse_event(&e);
                 assert!(parsed.is_ok(), "{run} event {i} invalid: {parsed:?}: {e}");
                 if let Ok((_, warnings)) = parsed {
                     assert!(warnings.is_empty(), "{run} event {i}: {warnings:?}");
                 }
-                let key = (
-                    e["op"].to_string(),
-                    e["trace_id"].to_string(),
-                    e["span_id"].to_string(),
-                );
+                let key = format!("{} {} {}", e["op"], e["trace_id"], e["span_id"]);
                 assert!(seen.insert(key), "{run} event {i} repeats a span: {e}");
             }
         }
@@ -317,9 +324,14 @@ mod tests {
         let b = Ctx::new(1_800_100_000_000_000, &Options::small());
         assert_ne!(a.base, b.base);
         for (pa, pb) in plan(&a).into_iter().zip(plan(&b)) {
-            let ea: Vec<Value> = (pa.events)().flatten().map(strip).collect();
-            let eb: Vec<Value> = (pb.events)().flatten().map(strip).collect();
-            assert_eq!(ea, eb, "{}", pa.run_id);
+            let (mut ea, mut eb) = ((pa.events)().flatten(), (pb.events)().flatten());
+            loop {
+                let (x, y) = (ea.next().map(strip), eb.next().map(strip));
+                assert_eq!(x, y, "{}", pa.run_id);
+                if x.is_none() {
+                    break;
+                }
+            }
         }
     }
 
@@ -351,13 +363,15 @@ mod tests {
             big_trace_spans: 3_333,
             wide_children: 1_234,
             batch: 100,
+            flat_prompts: 1,
         };
-        let all = events(&options);
-        let grpo = &all
-            .iter()
+        let grpo: Vec<Value> = events(&options)
+            .into_iter()
             .find(|(r, _)| *r == GRPO_RUN)
             .expect("grpo run")
-            .1;
+            .1
+            .flatten()
+            .collect();
         let big = long::big_trace_id();
         let opens = |trace: &str| {
             grpo.iter()

@@ -227,7 +227,8 @@ fn obs(r: &mut Rng, len: usize, scale: f64) -> Value {
 }
 
 /// One traced episode: a rollout root with env steps, each holding the policy call,
-/// the physics step and the reward.
+/// the physics step and the reward. The root's close carries the `episode_return`
+/// attribute (none when `Cut` leaves the root open).
 fn rollout(run: &str, env: &Env, step: i64, t0: i64, ret: f64, ending: Ending) -> Vec<Value> {
     let label = format!("{run}/rollout/{step}");
     let mut w = TraceWriter::new(&label);
@@ -271,12 +272,14 @@ fn rollout(run: &str, env: &Env, step: i64, t0: i64, ret: f64, ending: Ending) -
                 "error",
                 json!({ "error": e.clone() }),
             );
+            // The episode's return is what it had earned when the worker stopped.
             let out = json!({"return": round(total, 2), "length": t});
             w.close(
                 &root,
                 ts + 5 * SEC + MS,
                 "error",
-                json!({"error": e, "output": out}),
+                json!({"error": e, "output": out,
+                    "attributes": {"episode_return": round(total, 2)}}),
             );
             return w.take();
         }
@@ -332,6 +335,7 @@ fn rollout(run: &str, env: &Env, step: i64, t0: i64, ret: f64, ending: Ending) -
                 sim_end + 50,
                 "error",
                 json!({"output": out, "metrics": {"return": ret},
+                    "attributes": {"episode_return": round(ret, 2)},
                     "error": error("EpisodeAborted", &format!("simulator diverged at t={t}; episode aborted"))}),
             );
             return w.take();
@@ -377,7 +381,7 @@ fn rollout(run: &str, env: &Env, step: i64, t0: i64, ret: f64, ending: Ending) -
         ts,
         "ok",
         json!({"output": {"return": ret, "length": 500, "traced_env_steps": horizon},
-            "metrics": {"return": ret}}),
+            "metrics": {"return": ret}, "attributes": {"episode_return": round(ret, 2)}}),
     );
     w.take()
 }
@@ -437,5 +441,33 @@ mod tests {
             assert!(ppo_traced(step));
             assert!(ppo_ending(step) == Ending::Diverged);
         }
+    }
+
+    #[test]
+    fn a_rollout_root_carries_its_episode_return() {
+        let env = Env::cartpole();
+        let root_close = |events: &[Value]| {
+            let root = events[0]["span_id"].clone();
+            events
+                .iter()
+                .find(|e| e["op"] == "close" && e["span_id"] == root)
+                .cloned()
+        };
+        for (step, ending) in [(8, Ending::Ok), (INCIDENT.0, Ending::Diverged)] {
+            let ret = ppo_point(step).episode_return;
+            let events = rollout(PPO_RUN, &env, step, 0, ret, ending);
+            let close = root_close(&events).expect("the root closes");
+            assert_eq!(close["attributes"]["episode_return"], json!(ret), "{close}");
+        }
+        let events = rollout(PPO_RUN, &env, 148, 0, 400.0, Ending::Timeout);
+        let close = root_close(&events).expect("the root closes");
+        assert_eq!(close["status"], "error");
+        let earned = &close["attributes"]["episode_return"];
+        assert!(
+            earned.is_f64() && *earned == close["output"]["return"],
+            "{close}"
+        );
+        let events = rollout(INTERRUPTED_RUN, &Env::lander(), 120, 0, 0.0, Ending::Cut);
+        assert!(root_close(&events).is_none());
     }
 }

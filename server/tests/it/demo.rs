@@ -28,7 +28,7 @@ async fn the_demo_loads_and_its_key_objects_open() {
     .expect("demo loads");
     assert!(calls > 2);
 
-    // The four runs, with their statuses.
+    // The five runs, with their statuses.
     let runs: RunList = client.get("/api/runs").await.expect("runs");
     let status = |id: &str| {
         runs.runs
@@ -39,6 +39,7 @@ async fn the_demo_loads_and_its_key_objects_open() {
     };
     assert_eq!(status(demo::PPO_RUN), RunStatus::Finished);
     assert_eq!(status(demo::GRPO_RUN), RunStatus::Finished);
+    assert_eq!(status(demo::GRPO_FLAT_RUN), RunStatus::Finished);
     assert_eq!(status(demo::LIVE_RUN), RunStatus::Running);
     assert_eq!(status(demo::INTERRUPTED_RUN), RunStatus::Failed);
     for loaded in &summary.runs {
