@@ -524,14 +524,20 @@ fn compare(before: &Side, after: &Side) -> (Vec<ChangeRow>, Vec<String>) {
         }
     }
 
-    // Strength to the hundredth, so near-ties fall to the cause-first order.
+    // Strengths within a tenth of each other rank cause first, then by strength: a
+    // failure in 41 traces of 42 is no weaker a finding than the return it sinks.
     let rank = |(row, origin): &(ChangeRow, bool)| {
         (
-            std::cmp::Reverse((row.strength * 100.0).round() as i64),
+            std::cmp::Reverse((row.strength * 10.0).round() as i64),
             priority(row, *origin),
         )
     };
-    rows.sort_by(|x, y| rank(x).cmp(&rank(y)).then(x.0.subject.cmp(&y.0.subject)));
+    rows.sort_by(|x, y| {
+        rank(x)
+            .cmp(&rank(y))
+            .then(y.0.strength.total_cmp(&x.0.strength))
+            .then(x.0.subject.cmp(&y.0.subject))
+    });
     let rows = rows.into_iter().take(CHANGES_MAX).map(|(row, _)| row);
     (rows.collect(), follow)
 }

@@ -5,13 +5,17 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::filter::AttributeKeys;
+use treeline_wire::groups::{Groups, GroupsQuery};
 use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes::{
-    path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_DIFF, RUN_METRICS, RUN_TRACES, RUN_TRACE_ATTRIBUTES,
-    RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE, TRACES, TRACE_ROLLOUTS,
+    path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_GROUPS, RUN_METRICS,
+    RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE,
+    TRACES, TRACE_ROLLOUTS,
 };
+use treeline_wire::stats::{Stats, StatsQuery};
 use treeline_wire::{
     Alignment, Invalid, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
     SpanDetail, SpanDiff, SpanPage, StepsResponse, TraceList, TraceSummary,
@@ -209,6 +213,36 @@ pub async fn traces(run_id: Option<String>, query: ListQuery) -> Result<TraceLis
         Some(run) => get(format!("{}?{query}", path(RUN_TRACES, &[&run]))).await,
         None => get(format!("{}?{query}", path(TRACES, &[]))).await,
     }
+}
+
+/// A value's distribution over the run's steps.
+pub async fn stats(run_id: String, query: StatsQuery) -> Result<Stats, ApiError> {
+    get(format!(
+        "{}?{}",
+        path(RUN_STATS, &[&run_id]),
+        query.to_query()
+    ))
+    .await
+}
+
+/// The run's groups of samples, with one step's listed.
+pub async fn groups(run_id: String, query: GroupsQuery) -> Result<Groups, ApiError> {
+    get(format!(
+        "{}?{}",
+        path(RUN_GROUPS, &[&run_id]),
+        query.to_query()
+    ))
+    .await
+}
+
+/// What changed between two step ranges of the run.
+pub async fn changes(run_id: String, query: ChangesQuery) -> Result<Changes, ApiError> {
+    get(format!(
+        "{}?{}",
+        path(RUN_CHANGES, &[&run_id]),
+        query.to_query()
+    ))
+    .await
 }
 
 pub async fn trace(run_id: String, trace_id: String) -> Result<TraceSummary, ApiError> {

@@ -1,9 +1,12 @@
 pub mod body;
+pub mod changes;
 pub mod chart;
 pub mod compare;
 pub mod early_input;
 pub mod filter_builder;
 pub mod filters;
+pub mod group_lens;
+pub mod heatmap;
 pub mod inspector;
 pub mod span_tree;
 pub mod status;

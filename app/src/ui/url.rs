@@ -30,6 +30,9 @@ pub(crate) struct WorkspaceUrl {
     pub window: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// The steps listed, inclusive: a heatmap cell's or a changed range's.
+    pub min_step: Option<i64>,
+    pub max_step: Option<i64>,
 }
 
 /// Traces per page of the workspace's list.
@@ -66,6 +69,8 @@ impl WorkspaceUrl {
             window: get("window"),
             from: get("from"),
             to: get("to"),
+            min_step: get("min_step").and_then(|s| s.parse().ok()),
+            max_step: get("max_step").and_then(|s| s.parse().ok()),
         }
     }
 
@@ -102,6 +107,8 @@ impl WorkspaceUrl {
             .collect();
         pairs.push(("sort", self.sort.clone()));
         pairs.push(("order", self.order.clone()));
+        pairs.push(("min_step", self.min_step.map(|s| s.to_string())));
+        pairs.push(("max_step", self.max_step.map(|s| s.to_string())));
         pairs
     }
 
@@ -171,6 +178,8 @@ impl WorkspaceUrl {
                 .collect::<Result<_, _>>()?,
             since_us,
             until_us,
+            min_step: self.min_step.filter(|s| *s >= 0),
+            max_step: self.max_step.filter(|s| *s >= 0),
             sort: self
                 .sort
                 .as_deref()

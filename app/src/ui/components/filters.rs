@@ -272,6 +272,15 @@ pub fn Filters(
             </span>
             <button type="submit" disabled=move || { terms() > MAX_TERMS }>"Search"</button>
             <WindowPicker url go_to/>
+            {move || {
+                let u = url.get();
+                step_range_label(u.min_step, u.max_step).map(|label| view! {
+                    <button type="button" class="chip" aria-label=format!("Clear {label}")
+                        on:click=move |_| go_to.run(WorkspaceUrl { min_step: None, max_step: None, trace_id: None, span_id: None, ..url.get_untracked() })>
+                        {label.clone()} " ×"
+                    </button>
+                })
+            }}
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     let window = list.await.ok().and_then(|l| l.window);
@@ -282,9 +291,37 @@ pub fn Filters(
     }
 }
 
+/// How a pinned step range reads in its chip.
+fn step_range_label(min: Option<i64>, max: Option<i64>) -> Option<String> {
+    match (min, max) {
+        (Some(a), Some(b)) if a == b => Some(format!("step {a}")),
+        (Some(a), Some(b)) => Some(format!("steps {a}–{b}")),
+        (Some(a), None) => Some(format!("steps from {a}")),
+        (None, Some(b)) => Some(format!("steps to {b}")),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_range_reads_as_words() {
+        assert_eq!(
+            step_range_label(Some(3), Some(3)).as_deref(),
+            Some("step 3")
+        );
+        assert_eq!(
+            step_range_label(Some(3), Some(9)).as_deref(),
+            Some("steps 3–9")
+        );
+        assert_eq!(
+            step_range_label(None, Some(9)).as_deref(),
+            Some("steps to 9")
+        );
+        assert_eq!(step_range_label(None, None), None);
+    }
 
     #[test]
     fn a_comma_list_toggles_values() {

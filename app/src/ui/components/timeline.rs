@@ -91,6 +91,13 @@ pub(crate) fn preferred_metric(keys: &[String]) -> Option<String> {
         .cloned()
 }
 
+/// The step axis of the lane, which the panels below it share: its first step to
+/// its last (one past the first at least).
+pub fn domain(steps: &[StepActivity]) -> (i64, i64) {
+    let x0 = steps.first().map_or(0, |s| s.step);
+    (x0, steps.last().map_or(1, |s| s.step).max(x0 + 1))
+}
+
 #[component]
 pub fn Timeline(
     run_id: String,
@@ -102,8 +109,7 @@ pub fn Timeline(
 ) -> impl IntoView {
     let totals = activity.totals;
     let steps = activity.steps;
-    let x0 = steps.first().map_or(0, |s| s.step);
-    let x1 = steps.last().map_or(1, |s| s.step).max(x0 + 1);
+    let (x0, x1) = domain(&steps);
     let busiest = steps.iter().map(|s| s.traces).max().unwrap_or(1).max(1) as f64;
     let metric = RwSignal::new(preferred_metric(&metric_keys));
     let series = {

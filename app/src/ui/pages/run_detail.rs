@@ -5,9 +5,12 @@ use leptos_router::NavigateOptions;
 use crate::ui::api::{self, encode};
 use crate::ui::compare_url::step_link;
 use crate::ui::components::body::JsonTree;
+use crate::ui::components::changes::WhatChanged;
 use crate::ui::components::chart::LineChart;
+use crate::ui::components::group_lens::GroupLens;
+use crate::ui::components::heatmap::Rollouts;
 use crate::ui::components::status::{RunBadge, StatusBadge};
-use crate::ui::components::timeline::Timeline;
+use crate::ui::components::timeline::{self, Timeline};
 use crate::ui::distinct;
 use crate::ui::format;
 use crate::ui::url::{link, WorkspaceUrl};
@@ -184,6 +187,12 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
         )
     };
     let run_id_for_list = run_id.clone();
+    let (panels_run, groups_run, changes_run) = (run_id.clone(), run_id.clone(), run_id.clone());
+    // The run's attribute keys, which the value, split, group and score pickers offer.
+    let keys = {
+        let run_id = run_id.clone();
+        LocalResource::new(move || api::attribute_keys(run_id.clone()))
+    };
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading trace activity…"</p> }>
             {move || {
@@ -199,6 +208,38 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
                 })
             }}
         </Suspense>
+        // Each panel waits for its own data, not for the others'.
+        <Transition fallback=|| view! { <p class="loading">"Loading the rollouts…"</p> }>
+            {move || {
+                let run_id = panels_run.clone();
+                Suspend::new(async move {
+                    let activity = steps.await.ok().filter(|a| !a.steps.is_empty())?;
+                    let domain = timeline::domain(&activity.steps);
+                    Some(view! { <Rollouts run_id domain keys/> })
+                })
+            }}
+        </Transition>
+        <Transition fallback=|| view! { <p class="loading">"Loading the groups…"</p> }>
+            {move || {
+                let run_id = groups_run.clone();
+                Suspend::new(async move {
+                    let activity = steps.await.ok().filter(|a| !a.steps.is_empty())?;
+                    let domain = timeline::domain(&activity.steps);
+                    Some(view! { <GroupLens run_id domain pinned keys/> })
+                })
+            }}
+        </Transition>
+        <Transition fallback=|| ()>
+            {move || {
+                let run_id = changes_run.clone();
+                Suspend::new(async move {
+                    let activity = steps.await.ok().filter(|a| !a.steps.is_empty())?;
+                    // The widest band: a lone failing step is rarely the dip a person came for.
+                    let suggested = timeline::danger_runs(&activity.steps).into_iter().max_by_key(|(a, b)| (b - a, -a));
+                    Some(view! { <WhatChanged run_id suggested/> })
+                })
+            }}
+        </Transition>
         {move || pinned.get().map(|step| view! {
             <p class="chips">
                 <button class="chip" on:click=clear.clone() aria-label=format!("Clear step {step}")>

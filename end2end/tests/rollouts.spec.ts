@@ -1,0 +1,103 @@
+// A run's rollouts at once, on the demo loaded by scripts/e2e.sh: the heatmap of a
+// value over the steps, the group lens and what changed at the PPO run's dip.
+import { test, expect, type Page } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
+
+const FLAT = "demo-grpo-flat";
+const PPO = "demo-ppo-cartpole";
+
+async function openTraces(page: Page, run: string) {
+  await page.goto(`/runs/${run}?traces=1`);
+  await expect(page.locator("[data-hydrated]")).toHaveCount(1);
+}
+
+test("Enter on a heatmap cell lists exactly that cell's traces", async ({ page, request }) => {
+  await openTraces(page, FLAT);
+  const map = page.getByRole("group", { name: /^attr\.reward by step, 12,800 traces/ });
+  await expect(map).toBeVisible();
+  await expect(page.locator("figure.heatmap").first()).toHaveAttribute("class", /heatmap/);
+  await expectNoA11yViolations(page);
+  // The keys move a focused cell: from the first bucket's median, right and down.
+  await map.focus();
+  for (const key of ["ArrowRight", "ArrowRight", "ArrowRight", "ArrowDown"]) await map.press(key);
+  const readout = page.locator("figure.heatmap").first().locator(".heatmap-readout");
+  await expect(readout).toContainText(/^step 3, attr\.reward .* to .*: \d+ traces?/);
+  const said = (await readout.textContent()) ?? "";
+  const count = Number(said.match(/: (\d+) traces?/)?.[1]);
+  await map.press("Enter");
+  await expect(page).toHaveURL(/\/traces\?run_id=demo-grpo-flat&filter=attr\.reward%20%3E%3D%20.*&min_step=3&max_step=3/);
+  // The workspace's filters are exactly the cell's: the API lists that many traces.
+  const url = new URL(page.url());
+  const api = await request.get(`/api/runs/${FLAT}/traces?${url.searchParams.toString()}&limit=500`);
+  const listed = (await api.json()).traces as { step: number }[];
+  expect(listed.length).toBe(count);
+  expect(listed.every((t) => t.step === 3)).toBeTruthy();
+  const rows = page.getByRole("list", { name: "Traces", exact: true }).getByRole("listitem");
+  await expect(rows.first()).toBeVisible();
+  await expect(page.getByRole("button", { name: "Clear step 3" })).toBeVisible();
+});
+
+test("a split draws one small heatmap per task family, each a link to its traces", async ({ page }) => {
+  await openTraces(page, FLAT);
+  await expect(page.getByRole("group", { name: /^attr\.reward by step/ })).toBeVisible();
+  await page.getByLabel("Split by").selectOption("attr.task_family");
+  const small = page.locator(".small-maps figure.heatmap");
+  await expect(small).toHaveCount(4);
+  await expect(small.locator("figcaption")).toHaveText([/: 3,200 traces/, /: 3,200 traces/, /: 3,200 traces/, /: 3,200 traces/]);
+  await expect(small.locator("figcaption", { hasText: "code" })).toHaveCount(1);
+  await expectNoA11yViolations(page);
+  // A drag across the code family's map opens its traces of those steps.
+  const code = small.filter({ has: page.locator("figcaption", { hasText: "code" }) }).getByRole("group");
+  const box = await code.boundingBox();
+  if (!box) throw new Error("no box for the code heatmap");
+  await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.9);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.7, box.y + box.height * 0.1, { steps: 5 });
+  await page.mouse.up();
+  await expect(page).toHaveURL(/filter=attr\.task_family%20%3D%20code/);
+  await expect(page).toHaveURL(/min_step=\d+&max_step=\d+/);
+  const u = new URL(page.url());
+  expect(Number(u.searchParams.get("max_step"))).toBeGreaterThan(Number(u.searchParams.get("min_step")));
+});
+
+test("the group lens shows zero-spread groups per step, and best against worst opens the diff", async ({ page }) => {
+  await openTraces(page, FLAT);
+  const lens = page.getByRole("region", { name: "Groups", exact: true });
+  await expect(lens.getByRole("img", { name: /Share of groups with no spread/ })).toBeVisible();
+  const table = lens.getByRole("table");
+  await expect(table.locator("caption")).toHaveText("Step 199: 8 groups, least spread first");
+  await expect(table.locator("tbody tr")).toHaveCount(8);
+  // Least spread first: once a spread shows, no "none" follows it.
+  const spreads = await table.locator("tbody tr td:nth-child(4)").allTextContents();
+  const firstSpread = spreads.findIndex((s) => s !== "none");
+  expect(spreads.slice(Math.max(firstSpread, 0)).every((s) => firstSpread < 0 || s !== "none")).toBeTruthy();
+  await expectNoA11yViolations(page);
+  // A pinned step lists that step's groups.
+  await page.getByRole("group", { name: "Trace activity per step" }).getByRole("button", { name: /^step 120:/ }).click();
+  await expect(table.locator("caption")).toHaveText("Step 120: 8 groups, least spread first");
+  const spread = table.locator("tbody tr").filter({ hasNot: page.locator("td:nth-child(4)", { hasText: /^none$/ }) }).first();
+  await spread.getByRole("link", { name: /^Best against worst/ }).click();
+  await expect(page).toHaveURL(/\/compare\?run_id=demo-grpo-flat&spans=.*&diff=1/);
+  await expect(page.locator("ol.aligned > li").first()).toBeVisible();
+  await expect(page.locator(".diff-head .side .side-tag")).toHaveText(["A", "B"]);
+});
+
+test("what changed at the PPO dip puts the simulator's failure first", async ({ page }) => {
+  await openTraces(page, PPO);
+  const panel = page.getByRole("region", { name: "What changed", exact: true });
+  await panel.getByLabel("From step").fill("300");
+  await panel.getByLabel("to").fill("340");
+  await panel.getByRole("button", { name: "Compare with the steps before" }).click();
+  await expect(panel.locator(".changes-head")).toContainText("Steps 300–340");
+  const rows = panel.locator("ol.changes > li");
+  await expect(rows.first()).toContainText("physics.integrate");
+  await expect(rows.first()).toContainText("traces where it failed");
+  const top = (await rows.locator(".subject").allTextContents()).slice(0, 4).join(" ");
+  expect(top).toContain("FloatingPointError");
+  expect(top).toContain("EpisodeAborted");
+  await expect(panel.locator(".note")).toContainText("attr.seed");
+  await expectNoA11yViolations(page);
+  await rows.first().getByRole("link", { name: "Examples" }).click();
+  await expect(page).toHaveURL(/filter=span\.name%20%3D%20physics\.integrate&filter=span\.status%20%3D%20error&min_step=300&max_step=340/);
+  await expect(page.getByRole("list", { name: "Traces", exact: true }).getByRole("listitem").first()).toContainText("rollout step 3");
+});
