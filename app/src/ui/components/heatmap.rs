@@ -184,6 +184,30 @@ fn Maps(run_id: String, stats: Stats, domain: (i64, i64)) -> impl IntoView {
     .into_any()
 }
 
+/// What a heatmap draws and links to.
+struct Map {
+    series: StatSeries,
+    frame: Frame,
+    run_id: String,
+    value: String,
+}
+
+impl Map {
+    /// The workspace link of the cells from `a` to `b`: their steps and bins.
+    fn link(&self, a: (usize, usize), b: (usize, usize)) -> Option<String> {
+        let first = self.series.buckets.get(a.0.min(b.0))?;
+        let last = self.series.buckets.get(a.0.max(b.0))?;
+        Some(grid::link(
+            &self.run_id,
+            &self.value,
+            &self.series,
+            &self.frame.edges,
+            (first.first_step, last.last_step),
+            (a.1.min(b.1), a.1.max(b.1)),
+        ))
+    }
+}
+
 /// One heatmap with its focused (or hovered) cell laid over it as a link.
 #[component]
 fn Heatmap(
@@ -198,68 +222,67 @@ fn Heatmap(
     let svg = frame.svg(&series);
     let labels = frame.value_labels();
     let (x0, x1) = (frame.x0, frame.x1);
-    let series = StoredValue::new(series);
-    let frame = StoredValue::new(frame);
-    let (run_id, value) = (StoredValue::new(run_id), StoredValue::new(value));
+    // Read with `try_` throughout: an event can arrive (a blur as a link is followed)
+    // after the map is gone.
+    let map = StoredValue::new(Map {
+        series,
+        frame,
+        run_id,
+        value,
+    });
     // (bucket index, bin) of the cell the pointer or the keys are on.
     let active = RwSignal::new(None::<(usize, usize)>);
     let dragged_from = RwSignal::new(None::<(usize, usize)>);
+    // A drag just ended: the click that follows is not a click on its last cell.
+    let dragged = RwSignal::new(false);
     let surface = NodeRef::<leptos::html::Div>::new();
     let navigate = use_navigate();
     let cell_at = move |ev: &leptos::ev::MouseEvent| -> Option<(usize, usize)> {
-        let el = surface.get()?;
+        let el = surface.get_untracked()?;
         let r = el.get_bounding_client_rect();
         if r.width() <= 0.0 || r.height() <= 0.0 {
             return None;
         }
         let fx = (f64::from(ev.client_x()) - r.left()) / r.width();
         let fy = (f64::from(ev.client_y()) - r.top()) / r.height();
-        let bucket = series.with_value(|s| frame.with_value(|f| f.bucket_at(s, fx)))?;
-        Some((bucket, frame.with_value(|f| f.bin_at(fy))))
+        map.try_with_value(|m| Some((m.frame.bucket_at(&m.series, fx)?, m.frame.bin_at(fy))))
+            .flatten()
     };
     // The link of a range of cells: their steps and their bins.
     let href = move |a: (usize, usize), b: (usize, usize)| -> Option<String> {
-        series.with_value(|s| {
-            let first = s.buckets.get(a.0.min(b.0))?;
-            let last = s.buckets.get(a.0.max(b.0))?;
-            Some(frame.with_value(|f| {
-                grid::link(
-                    &run_id.get_value(),
-                    &value.get_value(),
-                    s,
-                    &f.edges,
-                    (first.first_step, last.last_step),
-                    (a.1.min(b.1), a.1.max(b.1)),
-                )
-            }))
-        })
+        map.try_with_value(|m| m.link(a, b)).flatten()
     };
     let described = move || {
-        let (b, bin) = active.get()?;
-        series.with_value(|s| {
-            let bucket = s.buckets.get(b)?;
-            Some(frame.with_value(|f| grid::describe(&value.get_value(), &f.edges, bucket, bin)))
+        let (b, bin) = active.try_get().flatten()?;
+        map.try_with_value(|m| {
+            let bucket = m.series.buckets.get(b)?;
+            Some(grid::describe(&m.value, &m.frame.edges, bucket, bin))
         })
+        .flatten()
     };
     let on_key = {
         let navigate = navigate.clone();
         move |ev: leptos::ev::KeyboardEvent| {
-            let buckets = series.with_value(|s| s.buckets.len());
-            let bins = frame.with_value(Frame::bins);
+            let Some((buckets, bins)) =
+                map.try_with_value(|m| (m.series.buckets.len(), m.frame.bins()))
+            else {
+                return;
+            };
             if buckets == 0 {
                 return;
             }
             // A bucket's median bin: where a move along the steps lands.
             let median_bin = move |b: usize| {
-                series.with_value(|s| {
-                    frame.with_value(|f| {
-                        s.buckets
-                            .get(b)
-                            .map_or(0, |bucket| f.bin_at(f.y(bucket.p50) / f.height))
-                    })
+                map.try_with_value(|m| {
+                    m.series
+                        .buckets
+                        .get(b)
+                        .map_or(0, |bucket| m.frame.bin_at(m.frame.y(bucket.p50) / m.frame.height))
                 })
+                .unwrap_or(0)
             };
-            let start = active.get_untracked().unwrap_or_else(|| (0, median_bin(0)));
+            let current = active.try_get_untracked().flatten();
+            let start = current.unwrap_or_else(|| (0, median_bin(0)));
             let along = |b: usize| Some((b, median_bin(b)));
             let moved = match ev.key().as_str() {
                 "ArrowLeft" => along(start.0.saturating_sub(1)),
@@ -269,7 +292,7 @@ fn Heatmap(
                 "Home" => along(0),
                 "End" => along(buckets - 1),
                 "Enter" => {
-                    if let Some(h) = active.get_untracked().and_then(|c| href(c, c)) {
+                    if let Some(h) = current.and_then(|c| href(c, c)) {
                         navigate(&h, Default::default());
                     }
                     None
@@ -278,16 +301,18 @@ fn Heatmap(
             };
             ev.prevent_default();
             if let Some(cell) = moved {
-                active.set(Some(cell));
+                active.try_set(Some(cell));
             }
         }
     };
     let on_up = move |ev: leptos::ev::MouseEvent| {
-        let (Some(from), Some(to)) = (dragged_from.get_untracked(), cell_at(&ev)) else {
+        let from = dragged_from.try_get_untracked().flatten();
+        let (Some(from), Some(to)) = (from, cell_at(&ev)) else {
             return;
         };
-        dragged_from.set(None);
+        dragged_from.try_set(None);
         if from != to {
+            dragged.try_set(true);
             ev.prevent_default();
             if let Some(h) = href(from, to) {
                 navigate(&h, Default::default());
@@ -306,21 +331,22 @@ fn Heatmap(
                 <div class="heatmap-surface" node_ref=surface tabindex="0"
                     role="group" aria-roledescription="heatmap" aria-label=aria
                     on:mousemove=move |ev| {
-                        if let Some(c) = cell_at(&ev) { active.set(Some(c)); }
+                        if let Some(c) = cell_at(&ev) { active.try_set(Some(c)); }
                     }
-                    on:mousedown=move |ev| dragged_from.set(cell_at(&ev))
+                    on:mousedown=move |ev| { dragged.try_set(false); dragged_from.try_set(cell_at(&ev)); }
                     on:mouseup=on_up
-                    on:mouseleave=move |_| { dragged_from.set(None); active.set(None); }
+                    on:mouseleave=move |_| { dragged_from.try_set(None); active.try_set(None); }
                     on:keydown=on_key
-                    on:blur=move |_| active.set(None)>
+                    on:blur=move |_| { active.try_set(None); }>
                     <div class="heatmap-cells" aria-hidden="true" inner_html=svg></div>
-                    {move || active.get().and_then(|c| {
-                        let rect = series.with_value(|s| {
-                            s.buckets.get(c.0).map(|b| frame.with_value(|f| (f.cell(b, c.1), f.height)))
-                        })?;
+                    {move || active.try_get().flatten().and_then(|c| {
+                        let rect = map.try_with_value(|m| {
+                            m.series.buckets.get(c.0).map(|b| (m.frame.cell(b, c.1), m.frame.height))
+                        }).flatten()?;
                         let link = href(c, c)?;
                         Some(view! {
-                            <a class="heatmap-cell" href=link tabindex="-1"
+                            <a class="heatmap-cell" href=link tabindex="-1" draggable="false"
+                                on:click=move |ev| if dragged.try_get_untracked().unwrap_or(false) { ev.prevent_default(); }
                                 aria-label=described().unwrap_or_default()
                                 style=rect.0.style(rect.1)></a>
                         })
