@@ -1,12 +1,14 @@
 import { test, expect } from "./fixtures";
 
 // scripts/e2e.sh loads the demo (`treeline demo --small`) before the tests run. The
-// demo is seeded, so its counts are fixed; --small changes only the size of one trace.
+// demo is seeded, so its counts are fixed; --small changes only the size of one trace
+// and the flat GRPO run's prompts per step (8 of 32).
 const DEMO = [
   { name: "ppo-cartpole", project: "demo-rl", status: "finished", traces: 162, failed: 42 },
   { name: "ppo-lunarlander-preempted", project: "demo-rl", status: "failed", traces: 32, failed: 0 },
   { name: "grpo-math-agent-live", project: "demo-agents", status: "running", traces: 10, failed: 0 },
   { name: "grpo-math-agent", project: "demo-agents", status: "finished", traces: 54, failed: 15 },
+  { name: "grpo-flat-math-code", project: "demo-agents", status: "finished", traces: 12800, failed: 269 },
 ];
 
 test("the runs page lists the demo runs with their trace counts", async ({ page, request }) => {
