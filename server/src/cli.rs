@@ -51,6 +51,9 @@ enum BenchCommand {
     Ingest(crate::bench::IngestArgs),
     /// Read latency (p50/p95) of the hot queries on 1M traces / 10M spans.
     Query(crate::bench::QueryArgs),
+    /// Latency (p50/p95) of a GRPO run's views (stats, groups, changes) and span
+    /// filters on 100,000 short traces, one a sample.
+    Rollouts(crate::bench::RolloutsArgs),
     /// Spans per second through OTLP/HTTP protobuf, until stored and visible to queries.
     Otlp(crate::bench::OtlpArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
@@ -168,6 +171,10 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Query(args)) => {
             runtime.block_on(crate::bench::query(&Server, args))
+        }
+        #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::Rollouts(args)) => {
+            runtime.block_on(crate::bench::rollouts(&Server, args))
         }
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),

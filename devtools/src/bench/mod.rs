@@ -8,6 +8,7 @@ mod ingest;
 mod otlp;
 mod query;
 mod rng;
+mod rollouts;
 mod soak;
 
 pub use compare::{compare, CompareArgs};
@@ -16,6 +17,7 @@ pub use huge::{huge, HugeArgs};
 pub use ingest::{ingest, IngestArgs};
 pub use otlp::{otlp, OtlpArgs};
 pub use query::{query, QueryArgs};
+pub use rollouts::{rollouts, RolloutsArgs};
 pub use soak::{soak, SoakArgs};
 
 use crate::failure::{Context, Outcome};
