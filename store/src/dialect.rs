@@ -254,6 +254,12 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// keeps strings only.
     const STRING_MEMBERS: (&'static str, &'static str, &'static str);
 
+    /// Whether span `s`'s error body is an object whose `type` is the string `text`,
+    /// written as the index `spans_run_error_type` is.
+    fn push_error_type_is<'a>(q: &mut Sql<'a, Self>, text: &'a str);
+    /// Whether text `column` holds an ASCII digit.
+    fn has_digit(column: &str) -> String;
+
     /// `old` JSON object text with `new`'s keys laid over it.
     fn json_merge(old: &str, new: &str) -> String;
 
@@ -317,6 +323,20 @@ impl Dialect for Sqlite {
 
     fn use_index(index: &str) -> String {
         format!(" INDEXED BY {index}")
+    }
+
+    fn has_digit(column: &str) -> String {
+        format!("{column} GLOB '*[0-9]*'")
+    }
+
+    fn push_error_type_is<'a>(q: &mut Sql<'a, Self>, text: &'a str) {
+        // A number or a boolean `type` never equals text; a body that is not an
+        // object has no `type`.
+        q.push(
+            "s.error IS NOT NULL AND \
+             (CASE WHEN json_valid(s.error) THEN json_extract(s.error, '$.type') END) = ",
+        )
+        .bind(text);
     }
 
     fn placeholder(_: usize, out: &mut String) {
@@ -435,6 +455,18 @@ impl Dialect for Postgres {
 
     fn use_index(_: &str) -> String {
         String::new()
+    }
+
+    fn has_digit(column: &str) -> String {
+        format!("{column} ~ '[0-9]'")
+    }
+
+    fn push_error_type_is<'a>(q: &mut Sql<'a, Self>, text: &'a str) {
+        q.push(
+            "s.error IS NOT NULL AND jsonb_typeof(s.error::jsonb -> 'type') = 'string' \
+             AND (s.error::jsonb ->> 'type') COLLATE \"C\" = ",
+        )
+        .bind(text);
     }
 
     fn placeholder(n: usize, out: &mut String) {

@@ -54,6 +54,11 @@ const SQLITE: Embedded = Embedded(&[
         "revoked keys",
         include_str!("../migrations/sqlite/0008_revoked_keys.sql"),
     ),
+    (
+        9,
+        "span filters",
+        include_str!("../migrations/sqlite/0009_span_filters.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -96,6 +101,11 @@ const POSTGRES: Embedded = Embedded(&[
         8,
         "revoked keys",
         include_str!("../migrations/postgres/0008_revoked_keys.sql"),
+    ),
+    (
+        9,
+        "span filters",
+        include_str!("../migrations/postgres/0009_span_filters.sql"),
     ),
 ]);
 

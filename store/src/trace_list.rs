@@ -4,7 +4,7 @@
 //! either way.
 
 use treeline_wire::filter::{Field, Op, SpanField, Test, Total, TraceFilter, Value};
-use treeline_wire::{TraceList, TraceSummary, MATCH_COUNT_LIMIT};
+use treeline_wire::{SpanStatus, TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
 use super::dialect::{Dialect, Sql};
 use super::reader::{Keyset, Reader};
@@ -298,8 +298,31 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
         .any(|f| matches!(f.field, Field::Span(_)))
     {
         q.push(" AND ");
-        push_span_filters(q, &query.filters);
+        match &query.run_id {
+            Some(run_id) => push_run_span_filters(q, run_id, &query.filters),
+            None => push_span_filters(q, &query.filters),
+        }
     }
+}
+
+/// The `span.` filters of one run's list as the set of traces holding a span on
+/// which they all hold, found through the spans' name and failure indexes: probing
+/// each trace instead read every span of the run when few or none matched (a match
+/// count, an empty page).
+fn push_run_span_filters<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    filters: &'a [TraceFilter],
+) {
+    q.push("t.trace_id IN (SELECT s.trace_id FROM spans s WHERE s.run_id = ")
+        .bind(run_id);
+    for filter in filters {
+        if let Field::Span(field) = &filter.field {
+            q.push(" AND ");
+            push_span_filter(q, field, &filter.test);
+        }
+    }
+    q.push(")");
 }
 
 /// The `span.` filters of `filters` as one condition: a span of the trace on which
@@ -324,12 +347,27 @@ fn push_span_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, field: &'a SpanField, 
         SpanField::Name => "s.name",
         SpanField::Kind => "s.kind",
         SpanField::Status => "s.status",
-        SpanField::ErrorType => return push_member(q, "s.error", "type", test),
+        SpanField::ErrorType => {
+            return match test {
+                // Written as the error-type index is, so a run's spans are found
+                // through it rather than each error body read.
+                Test::Compare(Op::Eq, Value::Text(text)) => DB::push_error_type_is(q, text),
+                _ => push_member(q, "s.error", "type", test),
+            }
+        }
         SpanField::Attr(key) => return push_member(q, "s.attributes", key, test),
     };
     match test {
         Test::Exists => {
             q.push(format!("{column} IS NOT NULL"));
+        }
+        // A status of the vocabulary, written out: the index of failed spans holds
+        // `status = 'error'`, which a bound parameter would not be seen to match.
+        Test::Compare(Op::Eq, Value::Text(text)) if *field == SpanField::Status => {
+            match SpanStatus::parse_field(text, "span.status") {
+                Ok(status) => q.push(format!("s.status = '{}'", status.as_str())),
+                Err(_) => q.push("1 = 0"),
+            };
         }
         Test::Compare(op, value) => push_column_compare(q, column, *op, value),
         Test::In { negated, values } => push_in(q, *negated, values, |q, op, value| {
