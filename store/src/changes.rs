@@ -570,7 +570,9 @@ mod tests {
     #[test]
     fn numbers_in_names_become_one_mark() {
         assert_eq!(
-            numberless::<sqlx::Sqlite>("s.name").matches("REPLACE").count(),
+            numberless::<sqlx::Sqlite>("s.name")
+                .matches("REPLACE")
+                .count(),
             13,
             "ten digits, three merges"
         );

@@ -353,7 +353,7 @@ fn push_span_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, field: &'a SpanField, 
                 // through it rather than each error body read.
                 Test::Compare(Op::Eq, Value::Text(text)) => DB::push_error_type_is(q, text),
                 _ => push_member(q, "s.error", "type", test),
-            }
+            };
         }
         SpanField::Attr(key) => return push_member(q, "s.attributes", key, test),
     };

@@ -274,10 +274,9 @@ fn Heatmap(
             // A bucket's median bin: where a move along the steps lands.
             let median_bin = move |b: usize| {
                 map.try_with_value(|m| {
-                    m.series
-                        .buckets
-                        .get(b)
-                        .map_or(0, |bucket| m.frame.bin_at(m.frame.y(bucket.p50) / m.frame.height))
+                    m.series.buckets.get(b).map_or(0, |bucket| {
+                        m.frame.bin_at(m.frame.y(bucket.p50) / m.frame.height)
+                    })
                 })
                 .unwrap_or(0)
             };
