@@ -387,6 +387,16 @@ pub struct AttributeKeys {
     pub attributes: Vec<AttributeKey>,
 }
 
+impl AttributeKeys {
+    /// The keys of one kind (`number`, `string`, `boolean`), most common first.
+    pub fn names<'k>(&'k self, kind: &'k str) -> impl Iterator<Item = &'k str> + 'k {
+        self.attributes
+            .iter()
+            .filter(move |k| k.kind == kind)
+            .map(|k| k.key.as_str())
+    }
+}
+
 /// Most common values listed per string key.
 pub const TOP_VALUES: usize = 20;
 /// The longest value listed as a common value (characters): a longer one (a cut

@@ -18,7 +18,12 @@ async fn the_demo_loads_and_its_key_objects_open() {
             .await
             .expect("server");
     let client = Client::new(&base);
-    let options = Options::small();
+    // One prompt a step of the flat GRPO run: its shape is the generator's to test,
+    // and 1,600 traces load in a debug build without starving the tests beside it.
+    let options = Options {
+        flat_prompts: 1,
+        ..Options::small()
+    };
     let mut calls = 0;
     let summary = demo::load(&client, &options, &mut |sent, total| {
         assert!(sent <= total);

@@ -17,11 +17,7 @@ use crate::ui::format;
 fn preferred_by(keys: &AttributeKeys) -> String {
     ["group_id", "group"]
         .iter()
-        .find(|name| {
-            keys.attributes
-                .iter()
-                .any(|k| k.key == **name && k.kind == "string")
-        })
+        .find(|name| keys.names("string").any(|k| k == **name))
         .map_or_else(|| "children".to_string(), |k| format!("attr.{k}"))
 }
 
@@ -114,16 +110,10 @@ pub fn GroupLens(
         })
     };
     let options = move |kind: &'static str| -> Vec<String> {
-        keys.get()
-            .and_then(Result::ok)
-            .map(|k| {
-                k.attributes
-                    .into_iter()
-                    .filter(|a| a.kind == kind)
-                    .map(|a| a.key)
-                    .collect()
-            })
-            .unwrap_or_default()
+        keys.with(|k| match k {
+            Some(Ok(k)) => k.names(kind).map(str::to_string).collect(),
+            _ => Vec::new(),
+        })
     };
     view! {
         <section class="group-lens" aria-labelledby="groups-title">

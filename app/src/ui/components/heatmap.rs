@@ -24,12 +24,7 @@ const SMALL_HEIGHT: f64 = 80.0;
 /// The value first shown: a reward, else a return, else the first numeric
 /// attribute, else the duration.
 fn preferred_value(keys: &AttributeKeys) -> String {
-    let numbers: Vec<&str> = keys
-        .attributes
-        .iter()
-        .filter(|k| k.kind == "number")
-        .map(|k| k.key.as_str())
-        .collect();
+    let numbers: Vec<&str> = keys.names("number").collect();
     ["reward", "return"]
         .iter()
         .find_map(|word| numbers.iter().find(|k| format::lowercase(k).contains(word)))
@@ -77,16 +72,10 @@ pub fn Rollouts(
         })
     };
     let options = move |kind: &'static str| -> Vec<String> {
-        keys.get()
-            .and_then(Result::ok)
-            .map(|k| {
-                k.attributes
-                    .into_iter()
-                    .filter(|a| a.kind == kind)
-                    .map(|a| format!("attr.{}", a.key))
-                    .collect()
-            })
-            .unwrap_or_default()
+        keys.with(|k| match k {
+            Some(Ok(k)) => k.names(kind).map(|n| format!("attr.{n}")).collect(),
+            _ => Vec::new(),
+        })
     };
     let totals: Vec<&'static str> = Measure::TOTALS.iter().map(|t| t.name()).collect();
     view! {

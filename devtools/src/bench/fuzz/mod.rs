@@ -187,7 +187,9 @@ pub async fn fuzz(args: FuzzArgs) -> Outcome {
     }
     let elapsed = started.elapsed();
     eprintln!("\r{} / {} sent   ", args.requests, args.requests);
-    let alive = http
+    // On a new connection, as a request sent again is: a kept-alive one the server
+    // closed after its last answer says nothing about whether it still serves.
+    let alive = fresh
         .get(format!("{base}{}", treeline_wire::routes::HEALTH))
         .send()
         .await
