@@ -65,7 +65,8 @@ fn round_to(x: f64, decimals: i32) -> f64 {
 /// At most `bins` bins of a round width covering `[min, max]`, as their edges:
 /// integer widths when every value is an integer.
 pub(crate) fn bin_edges(min: f64, max: f64, bins: usize, integers: bool) -> Vec<f64> {
-    if max <= min {
+    // A range past f64's (values near ±1.8e308) has no round width: one bin.
+    if max <= min || !(max - min).is_finite() {
         return vec![min, max];
     }
     let mut width = nice_ceil((max - min) / bins.max(1) as f64);
@@ -262,6 +263,8 @@ mod tests {
             vec![3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
         );
         assert_eq!(bin_edges(2.0, 2.0, 40, true), vec![2.0, 2.0]);
+        assert_eq!(bin_edges(-1e308, 1e308, 40, false), vec![-1e308, 1e308]);
+        assert_eq!(bin_of(&[-1e308, 1e308], 5.0), 0);
     }
 
     #[test]

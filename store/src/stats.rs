@@ -122,7 +122,7 @@ impl<DB: Dialect> Reader<DB> {
     }
 
     /// Whether a trace of the query's run has a number for the root attribute `key`.
-    pub(super) async fn has_number(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
+    async fn has_number(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
         let mut q = Sql::new("SELECT 1 AS one FROM trace_numbers n WHERE n.run_id = ");
         q.bind(query.run_id.as_deref().unwrap_or_default())
             .push(" AND n.key = ")

@@ -298,40 +298,32 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
         .any(|f| matches!(f.field, Field::Span(_)))
     {
         q.push(" AND ");
-        match &query.run_id {
-            Some(run_id) => push_run_span_filters(q, run_id, &query.filters),
-            None => push_span_filters(q, &query.filters),
-        }
+        push_span_filters(q, query.run_id.as_deref(), &query.filters);
     }
-}
-
-/// The `span.` filters of one run's list as the set of traces holding a span on
-/// which they all hold, found through the spans' name and failure indexes: probing
-/// each trace instead read every span of the run when few or none matched (a match
-/// count, an empty page).
-fn push_run_span_filters<'a, DB: Dialect>(
-    q: &mut Sql<'a, DB>,
-    run_id: &'a str,
-    filters: &'a [TraceFilter],
-) {
-    q.push("t.trace_id IN (SELECT s.trace_id FROM spans s WHERE s.run_id = ")
-        .bind(run_id);
-    for filter in filters {
-        if let Field::Span(field) = &filter.field {
-            q.push(" AND ");
-            push_span_filter(q, field, &filter.test);
-        }
-    }
-    q.push(")");
 }
 
 /// The `span.` filters of `filters` as one condition: a span of the trace on which
-/// they all hold.
-fn push_span_filters<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filters: &'a [TraceFilter]) {
-    q.push(
-        "EXISTS (SELECT 1 FROM spans s \
-         WHERE s.run_id = t.run_id AND s.trace_id = t.trace_id",
-    );
+/// they all hold. In one run's list, the set of traces holding such a span, found
+/// through the spans' name, failure and error-type indexes: probing each trace
+/// instead read every span of the run when few or none matched (a match count, an
+/// empty page). Across runs, a probe of each trace.
+fn push_span_filters<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: Option<&'a str>,
+    filters: &'a [TraceFilter],
+) {
+    match run_id {
+        Some(run_id) => {
+            q.push("t.trace_id IN (SELECT s.trace_id FROM spans s WHERE s.run_id = ")
+                .bind(run_id);
+        }
+        None => {
+            q.push(
+                "EXISTS (SELECT 1 FROM spans s \
+                 WHERE s.run_id = t.run_id AND s.trace_id = t.trace_id",
+            );
+        }
+    }
     for filter in filters {
         if let Field::Span(field) = &filter.field {
             q.push(" AND ");
@@ -486,7 +478,7 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
         }
         (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
         // `push_conditions` puts a list's span filters in one condition.
-        (Field::Span(_), _) => push_span_filters(q, std::slice::from_ref(filter)),
+        (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter)),
     }
 }
 

@@ -32,19 +32,31 @@ impl ChangesQuery {
                 "min_step and max_step are required: the steps to explain",
             ));
         };
-        check_steps(Some(min), Some(max), ("min_step", "max_step"))?;
-        let len = max - min + 1;
         let base_min = p.non_negative("baseline_min_step")?;
         let base_max = p.non_negative("baseline_max_step")?;
+        ChangesQuery::new(list, (min, max), (base_min, base_max))
+    }
+
+    /// The steps `steps` of `list`'s traces against `baseline`'s bounds; a bound
+    /// left out keeps the pinned range's length, and with both left out the
+    /// baseline is as many steps just before.
+    pub fn new(
+        list: ListQuery,
+        (min, max): (i64, i64),
+        (base_min, base_max): (Option<i64>, Option<i64>),
+    ) -> Result<ChangesQuery, Invalid> {
+        check_steps(Some(min), Some(max), ("min_step", "max_step"))?;
         check_steps(
             base_min,
             base_max,
             ("baseline_min_step", "baseline_max_step"),
         )?;
+        // Steps less one: saturating, as a step may be any non-negative integer.
+        let span = max.saturating_sub(min);
         let baseline = match (base_min, base_max) {
             (Some(a), Some(b)) => (a, b),
-            (Some(a), None) => (a, a.saturating_add(len - 1)),
-            (None, Some(b)) => (b.saturating_sub(len - 1).max(0), b),
+            (Some(a), None) => (a, a.saturating_add(span)),
+            (None, Some(b)) => (b.saturating_sub(span).max(0), b),
             (None, None) if min == 0 => {
                 return Err(Invalid::new(
                     "invalid_parameter",
@@ -52,7 +64,7 @@ impl ChangesQuery {
                      baseline_max_step",
                 ))
             }
-            (None, None) => ((min - len).max(0), min - 1),
+            (None, None) => (min.saturating_sub(span).saturating_sub(1).max(0), min - 1),
         };
         check_filter_count(&list, STATS_MAX_FILTERS)?;
         Ok(ChangesQuery {
@@ -68,17 +80,15 @@ impl ChangesQuery {
     }
 
     pub fn to_query(&self) -> String {
-        let mut query = ListQuery {
+        ListQuery {
             min_step: Some(self.steps.0),
             max_step: Some(self.steps.1),
             ..self.list.clone()
         }
-        .to_query();
-        query.push_str(&format!(
-            "&baseline_min_step={}&baseline_max_step={}",
-            self.baseline.0, self.baseline.1
-        ));
-        query
+        .to_query_with(vec![
+            ("baseline_min_step", Some(self.baseline.0.to_string())),
+            ("baseline_max_step", Some(self.baseline.1.to_string())),
+        ])
     }
 }
 
@@ -150,6 +160,15 @@ mod tests {
         assert_eq!(ChangesQuery::parse(&q.to_query()), Ok(q));
         let q = ChangesQuery::parse("min_step=10&max_step=40").expect("valid");
         assert_eq!(q.baseline, (0, 9));
+        // The largest steps saturate rather than wrap.
+        let q = ChangesQuery::parse(&format!("min_step=1&max_step={}", i64::MAX)).expect("valid");
+        assert_eq!(q.baseline, (0, 0));
+        let q = ChangesQuery::parse(&format!(
+            "min_step=5&max_step={}&baseline_min_step=9",
+            i64::MAX
+        ))
+        .expect("valid");
+        assert_eq!(q.baseline, (9, i64::MAX));
         let q =
             ChangesQuery::parse("min_step=50&max_step=60&baseline_min_step=0&baseline_max_step=20")
                 .expect("valid");

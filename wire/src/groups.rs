@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::filter::ATTR_PREFIX;
 use crate::query::{ListQuery, QueryParams};
-use crate::stats::{attr_name, check_filter_count, check_steps, count_param, STATS_MAX_FILTERS};
+use crate::stats::{attr_name, check_filter_count, check_steps, STATS_MAX_FILTERS};
 use crate::Invalid;
 
 /// Groups listed for one step at most.
@@ -97,7 +97,7 @@ impl GroupsQuery {
             by,
             value,
             step: p.non_negative("step")?,
-            limit: count_param(&p, "groups", GROUPS_LISTED_DEFAULT, GROUPS_LISTED_MAX)?,
+            limit: p.count("groups", GROUPS_LISTED_DEFAULT, GROUPS_LISTED_MAX)?,
             list: ListQuery {
                 limit: None,
                 ..list
@@ -106,26 +106,15 @@ impl GroupsQuery {
     }
 
     pub fn to_query(&self) -> String {
-        let mut pairs = vec![
-            ("by".to_string(), self.by.name()),
-            ("value".to_string(), format!("{ATTR_PREFIX}{}", self.value)),
-        ];
-        if let Some(step) = self.step {
-            pairs.push(("step".into(), step.to_string()));
-        }
-        if self.limit != GROUPS_LISTED_DEFAULT {
-            pairs.push(("groups".into(), self.limit.to_string()));
-        }
-        let mut query = self.list.to_query();
-        for (name, value) in pairs {
-            if !query.is_empty() {
-                query.push('&');
-            }
-            query.push_str(&name);
-            query.push('=');
-            query.push_str(&crate::routes::encode(&value));
-        }
-        query
+        self.list.to_query_with(vec![
+            ("by", Some(self.by.name())),
+            ("value", Some(format!("{ATTR_PREFIX}{}", self.value))),
+            ("step", self.step.map(|s| s.to_string())),
+            (
+                "groups",
+                (self.limit != GROUPS_LISTED_DEFAULT).then(|| self.limit.to_string()),
+            ),
+        ])
     }
 }
 

@@ -139,12 +139,17 @@ impl QueryParams {
 
     /// `limit`, from 1 to `max`; `default` when absent.
     pub fn limit(&self, default: usize, max: usize) -> Result<usize, Invalid> {
-        match self.int("limit")? {
+        self.count("limit", default, max)
+    }
+
+    /// A count `name` from 1 to `max`; `default` when absent.
+    pub fn count(&self, name: &str, default: usize, max: usize) -> Result<usize, Invalid> {
+        match self.int(name)? {
             None => Ok(default),
             Some(n) if n >= 1 && n as usize <= max => Ok(n as usize),
             Some(_) => Err(Invalid::new(
                 "invalid_parameter",
-                format!("limit must be between 1 and {max}"),
+                format!("{name} must be between 1 and {max}"),
             )),
         }
     }
@@ -251,6 +256,12 @@ impl ListQuery {
     /// Writes the query string that [`ListQuery::parse`] reads back as `self`,
     /// leaving out what is at its default.
     pub fn to_query(&self) -> String {
+        self.to_query_with(Vec::new())
+    }
+
+    /// [`ListQuery::to_query`] followed by a view's own parameters (those that
+    /// have a value), for the views that take a list's filters.
+    pub fn to_query_with(&self, own: Vec<(&str, Option<String>)>) -> String {
         let comma = |items: Vec<&str>| (!items.is_empty()).then(|| items.join(","));
         let number = |n: Option<i64>| n.map(|n| n.to_string());
         let mut pairs: Vec<(&str, Option<String>)> = vec![
@@ -280,6 +291,7 @@ impl ListQuery {
             ("limit", self.limit.map(|n| n.to_string())),
             ("cursor", self.cursor.clone()),
         ]);
+        pairs.extend(own);
         let mut out = form_urlencoded::Serializer::new(String::new());
         for (name, value) in pairs {
             if let Some(value) = value.filter(|v| !v.is_empty()) {

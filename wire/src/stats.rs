@@ -99,23 +99,6 @@ pub fn check_steps(min: Option<i64>, max: Option<i64>, names: (&str, &str)) -> R
     }
 }
 
-/// A count from 1 to `max` in `param`; `default` when absent.
-pub fn count_param(
-    p: &QueryParams,
-    param: &str,
-    default: usize,
-    max: usize,
-) -> Result<usize, Invalid> {
-    match p.int(param)? {
-        None => Ok(default),
-        Some(n) if n >= 1 && n as usize <= max => Ok(n as usize),
-        Some(_) => Err(Invalid::new(
-            "invalid_parameter",
-            format!("{param} must be between 1 and {max}"),
-        )),
-    }
-}
-
 /// The filters of a list that a derived view takes, at most `max`.
 pub fn check_filter_count(list: &ListQuery, max: usize) -> Result<(), Invalid> {
     if list.filters.len() > max {
@@ -164,33 +147,28 @@ impl StatsQuery {
         Ok(StatsQuery {
             value,
             split,
-            buckets: count_param(&p, "buckets", MAX_STEP_BUCKETS, MAX_STEP_BUCKETS)?,
-            bins: count_param(&p, "bins", DEFAULT_BINS, MAX_BINS)?,
+            buckets: p.count("buckets", MAX_STEP_BUCKETS, MAX_STEP_BUCKETS)?,
+            bins: p.count("bins", DEFAULT_BINS, MAX_BINS)?,
             list,
         })
     }
 
     pub fn to_query(&self) -> String {
-        let mut query = self.list.to_query();
-        let mut add = |name: &str, value: &str| {
-            if !query.is_empty() {
-                query.push('&');
-            }
-            query.push_str(name);
-            query.push('=');
-            query.push_str(&crate::routes::encode(value));
-        };
-        add("value", &self.value.name());
-        if let Some(split) = &self.split {
-            add("split", &format!("{ATTR_PREFIX}{split}"));
-        }
-        if self.buckets != MAX_STEP_BUCKETS {
-            add("buckets", &self.buckets.to_string());
-        }
-        if self.bins != DEFAULT_BINS {
-            add("bins", &self.bins.to_string());
-        }
-        query
+        self.list.to_query_with(vec![
+            ("value", Some(self.value.name())),
+            (
+                "split",
+                self.split.as_ref().map(|s| format!("{ATTR_PREFIX}{s}")),
+            ),
+            (
+                "buckets",
+                (self.buckets != MAX_STEP_BUCKETS).then(|| self.buckets.to_string()),
+            ),
+            (
+                "bins",
+                (self.bins != DEFAULT_BINS).then(|| self.bins.to_string()),
+            ),
+        ])
     }
 }
 

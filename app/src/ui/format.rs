@@ -66,7 +66,6 @@ pub fn count(n: i64) -> String {
 pub const DROPPED_TITLE: &str =
     "the SDK dropped these spans because its queue was full; the tree is incomplete";
 
-/// A duration in microseconds, in the largest unit that keeps it short.
 /// A share (0..1) as a whole percent; a share above 0 never reads as "0%".
 pub fn percent(share: f64) -> String {
     let pct = (share * 100.0).round();
@@ -77,6 +76,17 @@ pub fn percent(share: f64) -> String {
     }
 }
 
+/// `v` to at most `places` decimals, without trailing zeros: 0.959, 5.76, 1.
+pub fn decimals(v: f64, places: usize) -> String {
+    let text = format!("{v:.places$}");
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// A duration in microseconds, in the largest unit that keeps it short.
 pub fn duration(us: i64) -> String {
     let us = us.max(0);
     match us {
@@ -211,6 +221,14 @@ mod tests {
         assert_eq!(percent(1.0 / 32.0), "3%");
         assert_eq!(percent(0.001), "<1%");
         assert_eq!(percent(0.0), "0%");
+    }
+
+    #[test]
+    fn decimals_drop_their_trailing_zeros_only() {
+        assert_eq!(decimals(0.95875, 3), "0.959");
+        assert_eq!(decimals(10.0, 2), "10");
+        assert_eq!(decimals(100.0, 0), "100");
+        assert_eq!(decimals(0.0, 3), "0");
     }
 
     #[test]

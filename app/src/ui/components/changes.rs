@@ -28,11 +28,8 @@ fn figure(kind: ChangeKind, v: f64) -> String {
     match kind {
         ChangeKind::Failures | ChangeKind::ErrorType | ChangeKind::Share => format::percent(v),
         ChangeKind::Duration => format::duration(v.round() as i64),
-        ChangeKind::Count | ChangeKind::Tokens => {
-            // 5.76 spans, not 5.7619.
-            let text = format!("{v:.2}");
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
-        }
+        // 5.76 spans, not 5.7619.
+        ChangeKind::Count | ChangeKind::Tokens => format::decimals(v, 2),
         ChangeKind::Number => short(v),
     }
 }
@@ -65,17 +62,13 @@ pub fn WhatChanged(
         LocalResource::new(move || {
             let (run_id, asked) = (run_id.clone(), asked.get());
             async move {
-                let (min, max) = asked?;
-                let raw = ListQuery {
-                    min_step: Some(min),
-                    max_step: Some(max),
-                    ..Default::default()
-                }
-                .to_query();
-                Some(match ChangesQuery::parse(&raw) {
-                    Ok(query) => api::changes(run_id, query).await,
-                    Err(e) => Err(e.into()),
-                })
+                let steps = asked?;
+                Some(
+                    match ChangesQuery::new(ListQuery::default(), steps, (None, None)) {
+                        Ok(query) => api::changes(run_id, query).await,
+                        Err(e) => Err(e.into()),
+                    },
+                )
             }
         })
     };

@@ -21,7 +21,7 @@ fn data_range(points: &[(i64, f64)]) -> Option<(f64, f64)> {
 
 /// A round interval (1, 2 or 5 times a power of ten) that cuts `span` into about
 /// `count` pieces: what charts share, so a reader can compare them.
-fn round_interval(span: f64, count: f64) -> f64 {
+pub(crate) fn round_interval(span: f64, count: f64) -> f64 {
     let raw = span / count;
     if !(raw.is_finite() && raw > 0.0) {
         return 1.0;
@@ -51,15 +51,17 @@ fn value_axis(points: &[(i64, f64)]) -> Vec<f64> {
     let step = round_interval(hi - lo, 4.0);
     let first = (lo / step).floor() as i64;
     let last = (hi / step).ceil() as i64;
-    // Each tick from its index, rounded to the interval's decimals: 0.6, not
-    // 0.6000000000000001.
-    let decimals = (-step.log10().floor()).max(0.0) as usize;
     (first..=last.max(first + 1))
-        .map(|i| {
-            let v = i as f64 * step;
-            format!("{v:.decimals$}").parse::<f64>().unwrap_or(v)
-        })
+        .map(|i| round_multiple(i, step))
         .collect()
+}
+
+/// `i` times a round `step`, rounded to the step's decimals: 0.6, not
+/// 0.6000000000000001.
+pub(crate) fn round_multiple(i: i64, step: f64) -> f64 {
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    let v = i as f64 * step;
+    format!("{v:.decimals$}").parse::<f64>().unwrap_or(v)
 }
 
 /// The value range drawn: the axis's first and last tick.

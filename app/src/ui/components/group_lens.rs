@@ -23,8 +23,7 @@ fn preferred_by(keys: &AttributeKeys) -> String {
 
 /// A score to three decimals at most: 0.959, not 0.95875.
 fn score(v: f64) -> String {
-    let text = format!("{v:.3}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
+    format::decimals(v, 3)
 }
 
 /// The zero-spread share per step, as a series.

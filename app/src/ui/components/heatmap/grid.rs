@@ -4,7 +4,9 @@
 
 use treeline_wire::stats::{StatBucket, StatSeries};
 
-use crate::ui::components::chart::{short, PAD_LEFT, PAD_RIGHT, WIDTH};
+use crate::ui::components::chart::{
+    round_interval, round_multiple, short, PAD_LEFT, PAD_RIGHT, WIDTH,
+};
 use crate::ui::format;
 use crate::ui::url::WorkspaceUrl;
 
@@ -119,23 +121,12 @@ impl Frame {
     pub fn value_labels(&self) -> Vec<(f64, f64)> {
         let lo = self.edges.first().copied().unwrap_or(0.0);
         let hi = self.edges.last().copied().unwrap_or(1.0);
-        let raw = (hi - lo) / 4.0;
-        if !(raw.is_finite() && raw > 0.0) {
+        if !(hi > lo && (hi - lo).is_finite()) {
             return vec![(lo, self.y(lo) / self.height * 100.0)];
         }
-        let power = 10f64.powf(raw.log10().floor());
-        let step = [1.0, 2.0, 5.0, 10.0]
-            .into_iter()
-            .map(|m| m * power)
-            .find(|&w| w >= raw)
-            .unwrap_or(10.0 * power);
-        let decimals = (-step.log10().floor()).max(0.0) as usize;
-        let first = (lo / step).ceil() as i64;
-        (first..)
-            .map(|i| {
-                let v = i as f64 * step;
-                format!("{v:.decimals$}").parse::<f64>().unwrap_or(v)
-            })
+        let step = round_interval(hi - lo, 4.0);
+        ((lo / step).ceil() as i64..)
+            .map(|i| round_multiple(i, step))
             .take_while(|&v| v <= hi)
             .take(8)
             .map(|v| (v, self.y(v) / self.height * 100.0))
