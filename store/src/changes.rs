@@ -60,8 +60,12 @@ impl<DB: Dialect> Reader<DB> {
             answer.empty = Some("no trace matches".into());
             return Ok(answer);
         };
-        let before = self.side(query, &terms, changes.baseline).await?;
-        let after = self.side(query, &terms, changes.steps).await?;
+        // Both ranges at once, on two connections.
+        let (before, after) = futures::future::try_join(
+            self.side(query, &terms, changes.baseline),
+            self.side(query, &terms, changes.steps),
+        )
+        .await?;
         answer.traces = after.traces as i64;
         answer.baseline_traces = before.traces as i64;
         if before.traces == 0.0 || after.traces == 0.0 {

@@ -270,6 +270,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// The JSON array text of `value` (a call that builds JSON, such as
     /// [`Dialect::JSON_ARRAY`]'s) over the rows, in `order`; `[]` for none.
     fn json_array_agg(value: &str, order: &str) -> String;
+    /// An aggregate of the floating-point `value`s as text, `,` apart, each written
+    /// so that it reads back as the same number.
+    fn number_list(value: &str) -> String;
 
     /// The elements of a bound JSON array of pairs as rows `k`: the text before and
     /// after the parameter, then each row's index (from 0), first and second member;
@@ -358,6 +361,14 @@ impl Dialect for Sqlite {
 
     fn json_array_agg(value: &str, order: &str) -> String {
         format!("json_group_array({value} ORDER BY {order})")
+    }
+
+    // 17 digits: SQLite's own text for a REAL keeps only 15. The CASE: printf
+    // writes a NULL as 0.
+    fn number_list(value: &str) -> String {
+        format!(
+            "group_concat(CASE WHEN {value} IS NOT NULL THEN printf('%!.17g', {value}) END, ',')"
+        )
     }
 
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
@@ -494,20 +505,27 @@ impl Dialect for Postgres {
         format!("COALESCE(json_agg({value} ORDER BY {order}), '[]')::text")
     }
 
+    // PostgreSQL writes a double's shortest exact text.
+    fn number_list(value: &str) -> String {
+        format!("string_agg(CAST({value} AS TEXT), ',')")
+    }
+
     // CASE, not AND: PostgreSQL may evaluate AND's sides in either order, and the
-    // cast must never see a string.
+    // cast must never see a string. `json`, not `jsonb`, where a member is read
+    // out: the text is only scanned, not built into a document (half the time on a
+    // run's scan).
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN jsonb_typeof({doc}::jsonb -> "))
+        q.push(format!("CASE WHEN json_typeof({doc}::json -> "))
             .bind(key)
-            .push(format!(") = 'number' THEN ({doc}::jsonb ->> "))
+            .push(format!(") = 'number' THEN ({doc}::json ->> "))
             .bind(key)
             .push(")::float8 END");
     }
 
     fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN jsonb_typeof({doc}::jsonb -> "))
+        q.push(format!("CASE WHEN json_typeof({doc}::json -> "))
             .bind(key)
-            .push(format!(") = 'string' THEN ({doc}::jsonb ->> "))
+            .push(format!(") = 'string' THEN ({doc}::json ->> "))
             .bind(key)
             .push(") END COLLATE \"C\"");
     }

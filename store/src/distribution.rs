@@ -7,11 +7,12 @@ use std::collections::HashMap;
 use treeline_wire::filter::{Field, Op, Test, TraceFilter, Value};
 use treeline_wire::stats::{StatBucket, StatSeries, Stats, MAX_SPLIT_VALUES};
 
-/// One trace: its step, its value and, split, its value of the split attribute.
-pub(crate) struct Point {
+/// The traces of one step that share a value of the split attribute (or all of the
+/// step's, unsplit): their values.
+pub(crate) struct Cell {
     pub step: i64,
-    pub value: f64,
     pub label: Option<String>,
+    pub values: Vec<f64>,
 }
 
 /// The smallest of 1, 2 and 5 times a power of ten that is at least `x` (> 0).
@@ -131,18 +132,18 @@ fn bucket(first_step: i64, last_step: i64, mut values: Vec<f64>, edges: &[f64]) 
     }
 }
 
-/// A series' buckets, by step: the points' values grouped by bucket.
-fn buckets<'p>(
-    points: impl Iterator<Item = &'p Point>,
+/// A series' buckets, by step: the cells' values grouped by bucket.
+fn buckets<'c>(
+    cells: impl Iterator<Item = &'c Cell>,
     width: i64,
     edges: &[f64],
 ) -> Vec<StatBucket> {
     let mut by_bucket: std::collections::BTreeMap<i64, Vec<f64>> = Default::default();
-    for p in points {
+    for c in cells {
         by_bucket
-            .entry(p.step.div_euclid(width))
+            .entry(c.step.div_euclid(width))
             .or_default()
-            .push(p.value);
+            .extend_from_slice(&c.values);
     }
     by_bucket
         .into_iter()
@@ -153,37 +154,39 @@ fn buckets<'p>(
         .collect()
 }
 
-/// The distribution of `points`: the whole list, then, split by `split`, its most
-/// common values and the rest.
+/// The distribution of `cells`: the whole list, then, split by `split`, its most
+/// common values and the rest. Cells without values count for nothing.
 pub(crate) fn summarize(
-    points: &[Point],
+    cells: &[Cell],
     split: Option<&str>,
     buckets_max: usize,
     bins_max: usize,
 ) -> Stats {
+    let cells: Vec<&Cell> = cells.iter().filter(|c| !c.values.is_empty()).collect();
     let (Some(min_step), Some(max_step)) = (
-        points.iter().map(|p| p.step).min(),
-        points.iter().map(|p| p.step).max(),
+        cells.iter().map(|c| c.step).min(),
+        cells.iter().map(|c| c.step).max(),
     ) else {
         return Stats::default();
     };
     let width = bucket_steps(min_step, max_step, buckets_max);
-    let lo = points.iter().map(|p| p.value).fold(f64::INFINITY, f64::min);
-    let hi = points
-        .iter()
-        .map(|p| p.value)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let integers = points.iter().all(|p| p.value.fract() == 0.0);
+    let values = || cells.iter().flat_map(|c| c.values.iter().copied());
+    let lo = values().fold(f64::INFINITY, f64::min);
+    let hi = values().fold(f64::NEG_INFINITY, f64::max);
+    let integers = values().all(|v| v.fract() == 0.0);
     let edges = bin_edges(lo, hi, bins_max, integers);
+    let traces = cells.iter().map(|c| c.values.len() as i64).sum();
     let mut series = vec![StatSeries {
-        traces: points.len() as i64,
-        buckets: buckets(points.iter(), width, &edges),
+        traces,
+        buckets: buckets(cells.iter().copied(), width, &edges),
         ..StatSeries::default()
     }];
     if let Some(key) = split {
         let mut counts: HashMap<&str, i64> = HashMap::new();
-        for label in points.iter().filter_map(|p| p.label.as_deref()) {
-            *counts.entry(label).or_default() += 1;
+        for c in &cells {
+            if let Some(label) = c.label.as_deref() {
+                *counts.entry(label).or_default() += c.values.len() as i64;
+            }
         }
         let mut ranked: Vec<(&str, i64)> = counts.into_iter().collect();
         ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
@@ -195,8 +198,14 @@ pub(crate) fn summarize(
             }
             .to_string()
         };
+        let mut by_label: HashMap<&str, Vec<&Cell>> = HashMap::new();
+        for c in &cells {
+            if let Some(label) = c.label.as_deref() {
+                by_label.entry(label).or_default().push(c);
+            }
+        }
         for (label, n) in listed {
-            let of_label = points.iter().filter(|p| p.label.as_deref() == Some(label));
+            let of_label = by_label.remove(label).unwrap_or_default();
             series.push(StatSeries {
                 label: Some(label.to_string()),
                 other: false,
@@ -205,14 +214,13 @@ pub(crate) fn summarize(
                     Value::Text(label.to_string()),
                 ))),
                 traces: *n,
-                buckets: buckets(of_label, width, &edges),
+                buckets: buckets(of_label.into_iter(), width, &edges),
             });
         }
         if !rest.is_empty() {
             let named: Vec<&str> = listed.iter().map(|(l, _)| *l).collect();
-            let others = points
-                .iter()
-                .filter(|p| p.label.as_deref().is_some_and(|l| !named.contains(&l)));
+            // What the listed labels left in `by_label` is the rest.
+            let others = by_label.into_values().flatten();
             series.push(StatSeries {
                 label: None,
                 other: true,
@@ -229,7 +237,7 @@ pub(crate) fn summarize(
         bucket_steps: width,
         edges,
         series,
-        traces: points.len() as i64,
+        traces,
         ..Stats::default()
     }
 }
@@ -287,14 +295,14 @@ mod tests {
 
     #[test]
     fn a_split_keeps_the_most_common_values_and_the_rest() {
-        let points: Vec<Point> = (0..30)
-            .map(|i| Point {
+        let cells: Vec<Cell> = (0..30)
+            .map(|i| Cell {
                 step: i,
-                value: i as f64,
                 label: Some(format!("v{}", i % 15)),
+                values: vec![i as f64],
             })
             .collect();
-        let s = summarize(&points, Some("family"), 200, 10);
+        let s = summarize(&cells, Some("family"), 200, 10);
         assert_eq!(s.series.len(), 1 + MAX_SPLIT_VALUES + 1);
         let other = s.series.last().expect("other");
         assert!(other.other);

@@ -1,7 +1,8 @@
-//! The group lens: samples read in one pass (traces sharing a root attribute, or
-//! the children of each root), grouped and measured here.
+//! The group lens: samples are traces sharing a root attribute, or the children of
+//! each root. The database sums up every group for the zero-spread series; the
+//! listed step's groups are read sample by sample and measured here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use treeline_wire::groups::{
     Group, GroupBy, GroupStep, Groups, GroupsQuery, Sample, GROUP_RANKED, GROUP_STEPS_MAX,
@@ -10,7 +11,7 @@ use treeline_wire::groups::{
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
-use super::search::push_driver;
+use super::search::{push_driver, Term};
 use super::trace_list::push_conditions;
 use super::{StoreResult, TraceQuery};
 
@@ -37,50 +38,31 @@ impl<DB: Dialect> Reader<DB> {
                 ..answer
             });
         };
-        let mut q = Sql::new("SELECT t.trace_id AS trace_id, t.step AS step, ");
-        match &lens.by {
-            GroupBy::Attr(key) => {
-                q.push("t.root_span_id AS span_id, n.value AS v, COALESCE(");
-                DB::push_attr_text(&mut q, "t.attributes", key);
-                q.push(", CAST(");
-                DB::push_attr_number(&mut q, "t.attributes", key);
-                q.push(" AS TEXT)) AS g FROM ");
-                push_driver(&mut q, &terms);
-                q.push(
-                    "traces t JOIN trace_numbers n ON n.run_id = t.run_id \
-                     AND n.trace_id = t.trace_id AND n.key = ",
-                )
-                .bind(lens.value.as_str());
-            }
-            GroupBy::Children => {
-                q.push("s.span_id AS span_id, ");
-                DB::push_attr_number(&mut q, "s.attributes", &lens.value);
-                q.push(" AS v, t.trace_id AS g FROM ");
-                push_driver(&mut q, &terms);
-                q.push(
-                    "traces t JOIN spans s ON s.run_id = t.run_id \
-                     AND s.trace_id = t.trace_id AND s.tree_parent = t.root_span_id",
-                );
-            }
-        }
-        q.push(" WHERE 1 = 1");
-        push_conditions(&mut q, query, &terms);
-        let mut groups: HashMap<String, Acc> = HashMap::new();
+        // Each group's figures from the database, a row a group; the samples only of
+        // the groups listed.
+        let mut q = Sql::new(
+            "SELECT x.g AS g, MIN(CASE WHEN x.v IS NOT NULL THEN x.step END) AS step,
+                    MAX(CASE WHEN x.v IS NOT NULL THEN x.step END) AS last,
+                    COUNT(x.v) AS n, MIN(x.v) AS lo, MAX(x.v) AS hi FROM (",
+        );
+        push_samples(&mut q, query, &terms, lens);
+        q.push(") x GROUP BY x.g");
+        let mut figures: Vec<Figures> = Vec::new();
         for row in self.rows(q).await? {
-            let (Some(key), Some(value)) = (row.text("g")?, row.float("v")?) else {
+            let (Some(key), n) = (row.text("g")?, row.req_int("n")?) else {
                 continue;
             };
-            let acc = groups.entry(key).or_default();
-            if let Some(step) = row.int("step")? {
-                acc.step = Some(acc.step.map_or(step, |s| s.min(step)));
+            if n > 0 {
+                figures.push(Figures {
+                    key,
+                    step: row.int("step")?,
+                    last: row.int("last")?,
+                    size: n,
+                    same: row.float("lo")? == row.float("hi")?,
+                });
             }
-            acc.samples.push(Sample {
-                trace_id: row.req_text("trace_id")?,
-                span_id: row.text("span_id")?.unwrap_or_default(),
-                value,
-            });
         }
-        if groups.is_empty() {
+        if figures.is_empty() {
             let empty = match &lens.by {
                 GroupBy::Attr(key) => format!(
                     "no matching trace has both attr.{key} and a number for attr.{}",
@@ -96,21 +78,20 @@ impl<DB: Dialect> Reader<DB> {
                 ..answer
             });
         }
-        let groups: Vec<Group> = groups.into_iter().map(|(k, a)| measure(k, a)).collect();
         let mut steps: BTreeMap<i64, GroupStep> = BTreeMap::new();
-        for g in &groups {
-            if let Some(step) = g.step {
+        for f in &figures {
+            if let Some(step) = f.step {
                 let s = steps.entry(step).or_insert(GroupStep {
                     step,
                     groups: 0,
                     zero_spread: 0,
                 });
                 s.groups += 1;
-                s.zero_spread += i64::from(no_spread(g));
+                s.zero_spread += i64::from(no_spread(f.size, f.same));
             }
         }
         let step = lens.step.or_else(|| steps.keys().next_back().copied());
-        let mut listed: Vec<Group> = groups.into_iter().filter(|g| g.step == step).collect();
+        let mut listed = self.listed(query, &terms, lens, step, &figures).await?;
         listed.sort_by(|a, b| a.spread.total_cmp(&b.spread).then(a.key.cmp(&b.key)));
         let more = listed.len() > lens.limit;
         listed.truncate(lens.limit);
@@ -125,11 +106,108 @@ impl<DB: Dialect> Reader<DB> {
             ..answer
         })
     }
+
+    /// The groups of `step`, measured from their samples: the steps from `step` to
+    /// the last of theirs, read again and kept for those groups.
+    async fn listed(
+        &self,
+        query: &TraceQuery,
+        terms: &[Term<'_>],
+        lens: &GroupsQuery,
+        step: Option<i64>,
+        figures: &[Figures],
+    ) -> StoreResult<Vec<Group>> {
+        let keys: HashSet<&str> = figures
+            .iter()
+            .filter(|f| f.step == step)
+            .map(|f| f.key.as_str())
+            .collect();
+        let last = figures
+            .iter()
+            .filter(|f| f.step == step)
+            .filter_map(|f| f.last)
+            .max();
+        let query = TraceQuery {
+            min_step: step.or(query.min_step),
+            max_step: last.or(query.max_step),
+            ..query.clone()
+        };
+        let mut q = Sql::new("SELECT x.g AS g, x.step AS step, x.trace_id AS trace_id, x.span_id AS span_id, x.v AS v FROM (");
+        push_samples(&mut q, &query, terms, lens);
+        q.push(") x WHERE x.v IS NOT NULL");
+        if step.is_none() {
+            q.push(" AND x.step IS NULL");
+        }
+        let mut groups: HashMap<String, Acc> = HashMap::new();
+        for row in self.rows(q).await? {
+            let Some(key) = row.text("g")?.filter(|k| keys.contains(k.as_str())) else {
+                continue;
+            };
+            let acc = groups.entry(key).or_default();
+            if let Some(step) = row.int("step")? {
+                acc.step = Some(acc.step.map_or(step, |s| s.min(step)));
+            }
+            acc.samples.push(Sample {
+                trace_id: row.req_text("trace_id")?,
+                span_id: row.text("span_id")?.unwrap_or_default(),
+                value: row.req_float("v")?,
+            });
+        }
+        Ok(groups.into_iter().map(|(k, a)| measure(k, a)).collect())
+    }
+}
+
+/// The samples of the query's traces, `(g, step, trace_id, span_id, v)`: `g` the
+/// group's key and `v` the sample's value, either none when the sample lacks it.
+fn push_samples<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    query: &'a TraceQuery,
+    terms: &'a [Term<'a>],
+    lens: &'a GroupsQuery,
+) {
+    q.push("SELECT t.trace_id AS trace_id, t.step AS step, ");
+    match &lens.by {
+        GroupBy::Attr(key) => {
+            q.push("t.root_span_id AS span_id, n.value AS v, COALESCE(");
+            DB::push_attr_text(q, "t.attributes", key);
+            q.push(", CAST(");
+            DB::push_attr_number(q, "t.attributes", key);
+            q.push(" AS TEXT)) AS g FROM ");
+            push_driver(q, terms);
+            q.push(
+                "traces t JOIN trace_numbers n ON n.run_id = t.run_id \
+                 AND n.trace_id = t.trace_id AND n.key = ",
+            )
+            .bind(lens.value.as_str());
+        }
+        GroupBy::Children => {
+            q.push("s.span_id AS span_id, ");
+            DB::push_attr_number(q, "s.attributes", &lens.value);
+            q.push(" AS v, t.trace_id AS g FROM ");
+            push_driver(q, terms);
+            q.push(
+                "traces t JOIN spans s ON s.run_id = t.run_id \
+                 AND s.trace_id = t.trace_id AND s.tree_parent = t.root_span_id",
+            );
+        }
+    }
+    q.push(" WHERE 1 = 1");
+    push_conditions(q, query, terms);
+}
+
+/// What the database says of a group: enough for the zero-spread series.
+struct Figures {
+    key: String,
+    step: Option<i64>,
+    last: Option<i64>,
+    size: i64,
+    /// Every sample has the same value.
+    same: bool,
 }
 
 /// A group of two or more samples that all scored the same.
-fn no_spread(g: &Group) -> bool {
-    g.size >= 2 && g.spread == 0.0
+fn no_spread(size: i64, all_same: bool) -> bool {
+    size >= 2 && all_same
 }
 
 /// A group's size, mean and spread, and its samples ranked for Compare.
@@ -205,8 +283,9 @@ mod tests {
     fn equal_scores_have_no_spread() {
         let g = measure("g".into(), acc(&[0.1, 0.1, 0.1]));
         assert_eq!(g.spread, 0.0);
-        assert!(no_spread(&g));
-        assert!(!no_spread(&measure("g".into(), acc(&[1.0]))));
+        assert!(no_spread(g.size, g.spread == 0.0));
+        let one = measure("g".into(), acc(&[1.0]));
+        assert!(!no_spread(one.size, one.spread == 0.0));
         let g = measure("g".into(), acc(&[1.0, 0.0]));
         assert_eq!(g.spread, 0.5);
     }

@@ -29,6 +29,7 @@ mod search;
 mod sqlite;
 mod statements;
 mod stats;
+mod step_halves;
 mod trace_list;
 
 use async_trait::async_trait;

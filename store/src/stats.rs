@@ -1,15 +1,16 @@
-//! Reading a distribution: one pass over the matching traces of a run (step, value,
-//! split label), summarized by [`super::distribution`].
+//! Reading a distribution: the matching traces of a run as a row a (step, split
+//! label) holding their values, the two halves of the steps read at once, then
+//! summarized by [`super::distribution`].
 
 use treeline_wire::filter::ATTR_PREFIX;
 use treeline_wire::stats::{Measure, Stats, StatsQuery};
 use treeline_wire::Invalid;
 
 use super::dialect::{Dialect, Sql};
-use super::distribution::{summarize, Point};
+use super::distribution::{summarize, Cell};
 use super::reader::Reader;
 use super::rows::DbRow;
-use super::search::push_driver;
+use super::search::{push_driver, Term};
 use super::trace_list::{push_conditions, total};
 use super::{StoreError, StoreResult, TraceQuery};
 
@@ -32,48 +33,40 @@ impl<DB: Dialect> Reader<DB> {
                 ..Stats::default()
             }));
         };
-        let mut q = Sql::new("SELECT t.step AS step, CAST(");
-        match &stats.value {
-            Measure::Total(t) => q.push(total(*t)),
-            Measure::Attr(_) => q.push("n.value"),
-        };
-        q.push(" AS DOUBLE PRECISION) AS v");
-        if let Some(key) = split {
-            q.push(", ");
-            DB::push_attr_text(&mut q, "t.attributes", key);
-            q.push(" AS label");
-        }
-        q.push(" FROM ");
-        push_driver(&mut q, &terms);
-        q.push("traces t");
-        if let Measure::Attr(key) = &stats.value {
-            q.push(
-                " LEFT JOIN trace_numbers n ON n.run_id = t.run_id \
-                 AND n.trace_id = t.trace_id AND n.key = ",
-            )
-            .bind(key.as_str());
-        }
-        q.push(" WHERE t.step IS NOT NULL");
-        push_conditions(&mut q, query, &terms);
-        let rows = self.rows(q).await?;
-        let (mut points, mut left_out, mut unsplit) = (Vec::with_capacity(rows.len()), 0, 0);
+        let parts = self.step_halves(query).await?;
+        let reads = parts
+            .iter()
+            .map(|part| self.rows(cells_sql::<DB>(part, &terms, &stats.value, split)));
+        let rows: Vec<_> = futures::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        let (mut cells, mut left_out, mut unsplit, mut counted) =
+            (Vec::with_capacity(rows.len()), 0, 0, 0);
         for row in &rows {
-            let Some(value) = row.float("v")? else {
-                left_out += 1;
+            let k = row.req_int("k")?;
+            left_out += row.req_int("n")? - k;
+            if k == 0 {
                 continue;
-            };
+            }
             let label = match split {
                 Some(_) => row.text("label")?,
                 None => None,
             };
-            unsplit += i64::from(split.is_some() && label.is_none());
-            points.push(Point {
+            unsplit += if split.is_some() && label.is_none() {
+                k
+            } else {
+                0
+            };
+            counted += k;
+            cells.push(Cell {
                 step: row.req_int("step")?,
-                value,
                 label,
+                values: number_list(&row.req_text("vs")?)?,
             });
         }
-        if points.is_empty() {
+        if cells.is_empty() {
             if let Measure::Attr(key) = &stats.value {
                 if left_out > 0 && self.has_text(query, key).await? {
                     return Err(StoreError::Invalid(Invalid::new(
@@ -97,7 +90,7 @@ impl<DB: Dialect> Reader<DB> {
             }));
         }
         if let Some(key) = split {
-            if unsplit == points.len() as i64 && self.has_number(query, key).await? {
+            if unsplit == counted && self.has_number(query, key).await? {
                 return Err(StoreError::Invalid(Invalid::new(
                     "invalid_parameter",
                     format!("split attr.{key} is a number on this run's traces; split takes a string attribute"),
@@ -107,7 +100,7 @@ impl<DB: Dialect> Reader<DB> {
         Ok(answer(Stats {
             left_out,
             unsplit,
-            ..summarize(&points, split, stats.buckets, stats.bins)
+            ..summarize(&cells, split, stats.buckets, stats.bins)
         }))
     }
 
@@ -130,4 +123,53 @@ impl<DB: Dialect> Reader<DB> {
             .push(" LIMIT 1");
         Ok(!self.rows(q).await?.is_empty())
     }
+}
+
+/// One row a (step, label) with its values as a list: a run's traces in a few
+/// thousand rows, where a row each cost more to carry than to read.
+fn cells_sql<'a, DB: Dialect>(
+    query: &'a TraceQuery,
+    terms: &'a [Term<'a>],
+    value: &'a Measure,
+    split: Option<&'a str>,
+) -> Sql<'a, DB> {
+    let mut q = Sql::new("SELECT t.step AS step, COUNT(*) AS n, ");
+    let v = match value {
+        Measure::Total(t) => format!("CAST({} AS DOUBLE PRECISION)", total(*t)),
+        Measure::Attr(_) => "n.value".to_string(),
+    };
+    q.push(format!("COUNT({v}) AS k, {} AS vs", DB::number_list(&v)));
+    if let Some(key) = split {
+        q.push(", ");
+        DB::push_attr_text(&mut q, "t.attributes", key);
+        q.push(" AS label");
+    }
+    q.push(" FROM ");
+    push_driver(&mut q, terms);
+    q.push("traces t");
+    if let Measure::Attr(key) = value {
+        q.push(
+            " LEFT JOIN trace_numbers n ON n.run_id = t.run_id \
+             AND n.trace_id = t.trace_id AND n.key = ",
+        )
+        .bind(key.as_str());
+    }
+    q.push(" WHERE t.step IS NOT NULL");
+    push_conditions(&mut q, query, terms);
+    q.push(if split.is_some() {
+        " GROUP BY t.step, label"
+    } else {
+        " GROUP BY t.step"
+    });
+    q
+}
+
+/// The numbers of a [`Dialect::number_list`].
+fn number_list(text: &str) -> StoreResult<Vec<f64>> {
+    text.split(',')
+        .map(|n| {
+            n.parse()
+                .map_err(|_| StoreError::Corrupt(format!("a number list holds {n:?}")))
+        })
+        .collect()
 }

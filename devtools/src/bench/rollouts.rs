@@ -31,6 +31,9 @@ pub struct RolloutsArgs {
     /// Timed requests per case.
     #[arg(long, default_value_t = 50)]
     pub samples: usize,
+    /// Time only the cases whose label contains this (`stats`, `groups`, `span.`).
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 const PROJECT: &str = "bench-rollouts";
@@ -303,7 +306,8 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
         ),
     ];
     println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");
-    for (name, path, check) in cases {
+    let chosen = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
+    for (name, path, check) in cases.into_iter().filter(|c| chosen(&c.0)) {
         // A case that fails (a read past the server's timeout) is said, not timed.
         match get_json::<Value>(&api, &path).await {
             Err(e) => println!("{name:<48} failed: {}", e.report()),
