@@ -158,7 +158,8 @@ impl<DB: Dialect> Reader<DB> {
 }
 
 /// The samples of the query's traces, `(g, step, trace_id, span_id, v)`: `g` the
-/// group's key and `v` the sample's value, either none when the sample lacks it.
+/// group's key (a string of at most 256 bytes from `trace_texts`, or a number) and
+/// `v` the sample's value, either none when the sample lacks it.
 fn push_samples<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     query: &'a TraceQuery,
@@ -168,9 +169,9 @@ fn push_samples<'a, DB: Dialect>(
     q.push("SELECT t.trace_id AS trace_id, t.step AS step, ");
     match &lens.by {
         GroupBy::Attr(key) => {
-            q.push("t.root_span_id AS span_id, n.value AS v, COALESCE(");
-            DB::push_attr_text(q, "t.attributes", key);
-            q.push(", CAST(");
+            // A number key read out of the attributes only where there is no string
+            // (COALESCE reads its second argument then): most keys are strings.
+            q.push("t.root_span_id AS span_id, n.value AS v, COALESCE(gs.value, CAST(");
             DB::push_attr_number(q, "t.attributes", key);
             q.push(" AS TEXT)) AS g FROM ");
             push_driver(q, terms);
@@ -178,7 +179,12 @@ fn push_samples<'a, DB: Dialect>(
                 "traces t JOIN trace_numbers n ON n.run_id = t.run_id \
                  AND n.trace_id = t.trace_id AND n.key = ",
             )
-            .bind(lens.value.as_str());
+            .bind(lens.value.as_str())
+            .push(
+                " LEFT JOIN trace_texts gs ON gs.run_id = t.run_id \
+                 AND gs.trace_id = t.trace_id AND gs.key = ",
+            )
+            .bind(key.as_str());
         }
         GroupBy::Children => {
             q.push("s.span_id AS span_id, ");

@@ -59,6 +59,11 @@ const SQLITE: Embedded = Embedded(&[
         "span filters",
         include_str!("../migrations/sqlite/0009_span_filters.sql"),
     ),
+    (
+        10,
+        "trace texts",
+        include_str!("../migrations/sqlite/0010_trace_texts.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -106,6 +111,11 @@ const POSTGRES: Embedded = Embedded(&[
         9,
         "span filters",
         include_str!("../migrations/postgres/0009_span_filters.sql"),
+    ),
+    (
+        10,
+        "trace texts",
+        include_str!("../migrations/postgres/0010_trace_texts.sql"),
     ),
 ]);
 

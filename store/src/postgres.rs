@@ -170,15 +170,26 @@ async fn write_plan(
     for chunk in statements::trace_names(&plan.traces).chunks(statements::NUMBER_CHUNK) {
         run(tx, |q| statements::trace_names_insert(q, project, chunk)).await?;
     }
-    let (numbers, others) = statements::trace_numbers(&plan.traces);
-    for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
+    let values = statements::trace_values(&plan.traces);
+    for chunk in values.numbers.chunks(statements::NUMBER_CHUNK) {
         run(tx, |q| {
             statements::trace_numbers_upsert(q, run_id, project, chunk)
         })
         .await?;
     }
-    for chunk in others.chunks(statements::NUMBER_CHUNK) {
-        run(tx, |q| statements::trace_numbers_delete(q, run_id, chunk)).await?;
+    for chunk in values.texts.chunks(statements::NUMBER_CHUNK) {
+        run(tx, |q| statements::trace_texts_upsert(q, run_id, chunk)).await?;
+    }
+    for (table, keys) in [
+        ("trace_numbers", &values.not_numbers),
+        ("trace_texts", &values.not_texts),
+    ] {
+        for chunk in keys.chunks(statements::NUMBER_CHUNK) {
+            run(tx, |q| {
+                statements::trace_values_delete(q, table, run_id, chunk)
+            })
+            .await?;
+        }
     }
     // Every orphan hangs under its parent before any step descends, so a step
     // reaches a whole subtree that arrived in pieces (found by the order test).

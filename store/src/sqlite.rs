@@ -219,14 +219,23 @@ fn push_tail<'a>(
         statements::trace_names_insert(q, project, chunk);
         q.push(";\n");
     }
-    let (numbers, others) = statements::trace_numbers(&plan.traces);
-    for chunk in numbers.chunks(statements::NUMBER_CHUNK) {
+    let values = statements::trace_values(&plan.traces);
+    for chunk in values.numbers.chunks(statements::NUMBER_CHUNK) {
         statements::trace_numbers_upsert(q, run_id, project, chunk);
         q.push(";\n");
     }
-    for chunk in others.chunks(statements::NUMBER_CHUNK) {
-        statements::trace_numbers_delete(q, run_id, chunk);
+    for chunk in values.texts.chunks(statements::NUMBER_CHUNK) {
+        statements::trace_texts_upsert(q, run_id, chunk);
         q.push(";\n");
+    }
+    for (table, keys) in [
+        ("trace_numbers", &values.not_numbers),
+        ("trace_texts", &values.not_texts),
+    ] {
+        for chunk in keys.chunks(statements::NUMBER_CHUNK) {
+            statements::trace_values_delete(q, table, run_id, chunk);
+            q.push(";\n");
+        }
     }
     // Every orphan hangs under its parent before any step descends, so a step
     // reaches a whole subtree that arrived in pieces (found by the order test).

@@ -169,27 +169,46 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
     ));
 }
 
-/// Rows of `trace_numbers` per statement: five arguments each, far under SQLite's
-/// bound on arguments.
+/// Rows of `trace_numbers` or `trace_texts` per statement: five arguments each at
+/// most, far under SQLite's bound on arguments.
 pub(super) const NUMBER_CHUNK: usize = 1_000;
 
-/// What the root attributes of `traces` change in `trace_numbers`: the (trace,
-/// key, value) rows of the numbers, and the (trace, key) of the other values, whose
-/// rows go (the summary's attribute merge keeps the latest value either way).
-pub(super) type NumberChanges<'a> = (Vec<(&'a str, &'a str, f64)>, Vec<(&'a str, &'a str)>);
+/// The longest string root attribute `trace_texts` keeps, in bytes: a split label
+/// or a group key, not a prompt.
+pub(super) const TEXT_MAX_BYTES: usize = 256;
 
-pub(super) fn trace_numbers(traces: &[TraceWrite]) -> NumberChanges<'_> {
-    let (mut numbers, mut others) = (Vec::new(), Vec::new());
+/// What the root attributes of `traces` change in `trace_numbers` and
+/// `trace_texts`: the (trace, key, value) rows of the numbers and of the short
+/// strings, and the (trace, key) of the other values, whose rows go (the summary's
+/// attribute merge keeps the latest value either way).
+#[derive(Default)]
+pub(super) struct ValueChanges<'a> {
+    pub numbers: Vec<(&'a str, &'a str, f64)>,
+    pub not_numbers: Vec<(&'a str, &'a str)>,
+    pub texts: Vec<(&'a str, &'a str, &'a str)>,
+    pub not_texts: Vec<(&'a str, &'a str)>,
+}
+
+pub(super) fn trace_values(traces: &[TraceWrite]) -> ValueChanges<'_> {
+    let mut c = ValueChanges::default();
     for w in traces {
         let trace = w.state.trace_id.as_str();
         for (key, value) in &w.attributes {
+            let key = key.as_str();
             match value.as_f64() {
-                Some(n) => numbers.push((trace, key.as_str(), n)),
-                None => others.push((trace, key.as_str())),
+                Some(n) => c.numbers.push((trace, key, n)),
+                None => c.not_numbers.push((trace, key)),
+            }
+            // No NUL: a PostgreSQL text cannot hold one.
+            match value.as_str() {
+                Some(text) if text.len() <= TEXT_MAX_BYTES && !text.contains('\0') => {
+                    c.texts.push((trace, key, text));
+                }
+                _ => c.not_texts.push((trace, key)),
             }
         }
     }
-    (numbers, others)
+    c
 }
 
 /// Stores each key's latest number.
@@ -212,14 +231,29 @@ pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
     q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
 }
 
-/// Drops the numbers of keys whose latest value is not one (most never were: each
-/// is a key probe that finds nothing).
-pub(super) fn trace_numbers_delete<'a, DB: Dialect>(
+/// Stores each key's latest short string.
+pub(super) fn trace_texts_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    rows: &[(&'a str, &'a str, &'a str)],
+) {
+    q.push("INSERT INTO trace_texts (run_id, trace_id, key, value) ");
+    push_values(q, rows.iter().copied(), |(trace_id, key, value)| {
+        [run_id.into(), trace_id.into(), key.into(), value.into()]
+    });
+    q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
+}
+
+/// Drops the rows of `table` (`trace_numbers` or `trace_texts`) of keys whose latest
+/// value is not of its kind (most never were: each is a key probe that finds
+/// nothing).
+pub(super) fn trace_values_delete<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    table: &'static str,
     run_id: &'a str,
     keys: &[(&'a str, &'a str)],
 ) {
-    q.push("DELETE FROM trace_numbers WHERE run_id = ");
+    q.push(format!("DELETE FROM {table} WHERE run_id = "));
     q.bind(run_id).push(" AND (trace_id, key) IN (");
     push_values(q, keys.iter().copied(), |(trace_id, key)| {
         [trace_id.into(), key.into()]

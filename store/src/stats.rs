@@ -126,7 +126,9 @@ impl<DB: Dialect> Reader<DB> {
 }
 
 /// One row a (step, label) with its values as a list: a run's traces in a few
-/// thousand rows, where a row each cost more to carry than to read.
+/// thousand rows, where a row each cost more to carry than to read. The label is a
+/// string of at most 256 bytes, read from `trace_texts`; a longer one counts as
+/// none.
 fn cells_sql<'a, DB: Dialect>(
     query: &'a TraceQuery,
     terms: &'a [Term<'a>],
@@ -139,10 +141,8 @@ fn cells_sql<'a, DB: Dialect>(
         Measure::Attr(_) => "n.value".to_string(),
     };
     q.push(format!("COUNT({v}) AS k, {} AS vs", DB::number_list(&v)));
-    if let Some(key) = split {
-        q.push(", ");
-        DB::push_attr_text(&mut q, "t.attributes", key);
-        q.push(" AS label");
+    if split.is_some() {
+        q.push(", x.value AS label");
     }
     q.push(" FROM ");
     push_driver(&mut q, terms);
@@ -153,6 +153,13 @@ fn cells_sql<'a, DB: Dialect>(
              AND n.trace_id = t.trace_id AND n.key = ",
         )
         .bind(key.as_str());
+    }
+    if let Some(key) = split {
+        q.push(
+            " LEFT JOIN trace_texts x ON x.run_id = t.run_id \
+             AND x.trace_id = t.trace_id AND x.key = ",
+        )
+        .bind(key);
     }
     q.push(" WHERE t.step IS NOT NULL");
     push_conditions(&mut q, query, terms);

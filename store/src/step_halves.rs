@@ -1,6 +1,6 @@
-//! A run's scan read as two halves of its steps at once, on two connections: the
-//! views over a whole run (a distribution, what changed) are bound by one core a
-//! query, and a machine has more.
+//! A run's scan read as two halves of its steps at once, on two connections: on
+//! SQLite a view over a whole run (a distribution) is bound by one core a query,
+//! and a machine has more.
 
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
@@ -9,9 +9,10 @@ use super::{StoreResult, TraceQuery};
 
 impl<DB: Dialect> Reader<DB> {
     /// The query's steps in two halves, or the query alone when its run has at most
-    /// one step in range. The halves hold only traces that have a step.
+    /// one step in range (or the database reads in parallel itself). The halves
+    /// hold only traces that have a step.
     pub(super) async fn step_halves(&self, query: &TraceQuery) -> StoreResult<Vec<TraceQuery>> {
-        let Some(run_id) = query.run_id.as_deref() else {
+        let Some(run_id) = query.run_id.as_deref().filter(|_| DB::SCAN_IN_HALVES) else {
             return Ok(vec![query.clone()]);
         };
         // Two subqueries: each of MIN and MAX alone is one seek in the index.

@@ -166,6 +166,54 @@ async fn a_split_lists_the_common_values_and_the_rest_as_links(s: S) {
     assert_eq!(labels, [None, Some("a"), Some("b")]);
 }
 
+/// Labels and keys come from `trace_texts`, which the trace upsert keeps: a trace's
+/// latest value counts, and a string past 256 bytes counts as none.
+async fn split_labels_and_group_keys_follow_each_traces_latest_value(s: S) {
+    run(&s, "r1").await;
+    let long = "x".repeat(300);
+    let traces_written = [
+        ("t1", json!("a"), Some(json!(7))),
+        ("t2", json!("b"), Some(json!("c"))),
+        ("t3", json!(long), None),
+        ("t4", json!("a"), None),
+    ];
+    for (i, (t, first, later)) in traces_written.into_iter().enumerate() {
+        let mut closing = close(t, "root", "ok", 2);
+        if let Some(later) = later {
+            closing = with(closing, json!({"attributes": {"family": later}}));
+        }
+        write(
+            &s,
+            "r1",
+            &[
+                with(
+                    open(t, "root", None, "rollout", 1),
+                    json!({"step": 0, "attributes": {"family": first, "reward": i}}),
+                ),
+                closing,
+            ],
+        )
+        .await;
+    }
+    let q = stats_query("value=attr.reward&split=attr.family");
+    let stats = s.reads().stats(&traces(&[]), &q).await.expect("stats");
+    let labels: Vec<(Option<&str>, i64)> = stats
+        .series
+        .iter()
+        .map(|x| (x.label.as_deref(), x.traces))
+        .collect();
+    assert_eq!(labels, [(None, 4), (Some("a"), 1), (Some("c"), 1)]);
+    assert_eq!(stats.unsplit, 2, "a number and a long string have no label");
+    let q = GroupsQuery::parse("by=attr.family&value=attr.reward").expect("valid");
+    let groups = s.reads().groups(&traces(&[]), &q).await.expect("groups");
+    let mut keys: Vec<&str> = groups.groups.iter().map(|g| g.key.as_str()).collect();
+    keys.sort_unstable();
+    // The number 7 is written as each database writes a float ("7", "7.0").
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys[0].starts_with('7'), "{keys:?}");
+    assert_eq!(keys[1..], ["a", "c"]);
+}
+
 async fn a_distribution_refuses_a_string_value_and_a_number_split(s: S) {
     reward_run(&s).await;
     for (raw, says) in [
@@ -368,6 +416,7 @@ on_both!(tokio::test, |t| t.store.clone();
     a_distribution_counts_deciles_and_bins_every_step_bucket,
     a_split_lists_the_common_values_and_the_rest_as_links,
     a_distribution_refuses_a_string_value_and_a_number_split,
+    split_labels_and_group_keys_follow_each_traces_latest_value,
     groups_of_traces_and_groups_of_children_are_measured,
     what_changed_puts_the_injected_failure_first,
 );
