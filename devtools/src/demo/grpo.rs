@@ -293,7 +293,7 @@ pub(super) fn grpo_flat(ctx: &Ctx) -> RunPlan {
                             + 2 * SEC
                             + k as i64 * 150 * MS
                             + i as i64 * 12 * MS;
-                        sample(step, &prompts[k], i, t0)
+                        sample(step, &prompts[k], i, t0, (t0 - start) / MS)
                     }),
             )
         }),
@@ -304,11 +304,12 @@ pub(super) fn grpo_flat(ctx: &Ctx) -> RunPlan {
     }
 }
 
-/// One sample's trace: generate, maybe search, run python, judge.
-fn sample(step: i64, prompt: &Prompt, index: usize, t0: i64) -> Vec<Value> {
+/// One sample's trace: generate, maybe search, run python, judge. Its id rises with
+/// `ms`, its start in milliseconds since the run's, as a trainer's SDK writes it.
+fn sample(step: i64, prompt: &Prompt, index: usize, t0: i64, ms: i64) -> Vec<Value> {
     let label = format!("{GRPO_FLAT_RUN}/sample/{step}/{}/{index}", prompt.id);
     let o = outcome(step, prompt, index);
-    let mut w = TraceWriter::new(&label);
+    let mut w = TraceWriter::ordered(u64::try_from(ms).unwrap_or_default(), &label);
     let mut r = Rng::new(&label);
     let root = w.open(
         None,

@@ -15,6 +15,7 @@ mod text;
 mod trace;
 
 use crate::failure::{Context, Failure, Outcome};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -175,54 +176,21 @@ pub async fn load(
         .map(|(p, c)| p.metrics.len() + c.events)
         .sum();
     let batch = options.batch.clamp(1, 10_000);
-    let mut sent = 0;
-    progress(sent, total);
-    let mut runs = Vec::new();
-    for (plan, counts) in plans.iter().zip(&counts) {
-        let run_id = plan.run_id;
-        client
-            .put_run(run_id, &plan.upsert)
-            .await
-            .with_context(|| format!("cannot create run {run_id}"))?;
-        for points in plan.metrics.chunks(batch) {
-            let reply = client
-                .send_metrics(run_id, points)
-                .await
-                .with_context(|| format!("cannot send metrics of {run_id}"))?;
-            check(run_id, &reply)?;
-            sent += points.len();
-            progress(sent, total);
-        }
-        let mut pending: Vec<Value> = Vec::with_capacity(batch * 2);
-        for chunk in (plan.events)() {
-            pending.extend(chunk);
-            while pending.len() >= batch {
-                let rest = pending.split_off(batch);
-                send(client, run_id, &pending).await?;
-                sent += pending.len();
-                progress(sent, total);
-                pending = rest;
-            }
-        }
-        if !pending.is_empty() {
-            send(client, run_id, &pending).await?;
-            sent += pending.len();
-            progress(sent, total);
-        }
-        if let Some(finish) = &plan.finish {
-            client
-                .finish_run(run_id, finish)
-                .await
-                .with_context(|| format!("cannot finish run {run_id}"))?;
-        }
-        runs.push(RunLoaded {
-            run_id: run_id.to_string(),
-            project: plan.upsert.project.clone(),
-            traces: counts.traces,
-            errored_traces: counts.errored_traces,
-            spans: counts.spans,
-        });
-    }
+    progress(0, total);
+    // Every run at once: the writer commits their batches together, and the small
+    // runs are done long before the big trace is.
+    let sent = Mutex::new((0, progress));
+    let advance = |n: usize| {
+        let mut guard = sent.lock().unwrap_or_else(PoisonError::into_inner);
+        let (done, progress) = &mut *guard;
+        *done += n;
+        progress(*done, total);
+    };
+    let loads = plans
+        .iter()
+        .zip(&counts)
+        .map(|(plan, counts)| load_run(client, plan, counts, batch, &advance));
+    let runs = futures::future::try_join_all(loads).await?;
     Ok(DemoSummary {
         events: total,
         spans: runs.iter().map(|r| r.spans).sum(),
@@ -230,6 +198,56 @@ pub async fn load(
         elapsed: started.elapsed(),
         big_trace: (GRPO_RUN.into(), long::big_trace_id()),
         wide_node: (GRPO_RUN.into(), long::wide_trace_id(), long::wide_node_id()),
+    })
+}
+
+/// Loads one run: its record, metrics, events in batches of `batch`, and its end.
+async fn load_run(
+    client: &Client,
+    plan: &RunPlan,
+    counts: &Counts,
+    batch: usize,
+    advance: &(dyn Fn(usize) + Sync),
+) -> Outcome<RunLoaded> {
+    let run_id = plan.run_id;
+    client
+        .put_run(run_id, &plan.upsert)
+        .await
+        .with_context(|| format!("cannot create run {run_id}"))?;
+    for points in plan.metrics.chunks(batch) {
+        let reply = client
+            .send_metrics(run_id, points)
+            .await
+            .with_context(|| format!("cannot send metrics of {run_id}"))?;
+        check(run_id, &reply)?;
+        advance(points.len());
+    }
+    let mut pending: Vec<Value> = Vec::with_capacity(batch * 2);
+    for chunk in (plan.events)() {
+        pending.extend(chunk);
+        while pending.len() >= batch {
+            let rest = pending.split_off(batch);
+            send(client, run_id, &pending).await?;
+            advance(pending.len());
+            pending = rest;
+        }
+    }
+    if !pending.is_empty() {
+        send(client, run_id, &pending).await?;
+        advance(pending.len());
+    }
+    if let Some(finish) = &plan.finish {
+        client
+            .finish_run(run_id, finish)
+            .await
+            .with_context(|| format!("cannot finish run {run_id}"))?;
+    }
+    Ok(RunLoaded {
+        run_id: run_id.to_string(),
+        project: plan.upsert.project.clone(),
+        traces: counts.traces,
+        errored_traces: counts.errored_traces,
+        spans: counts.spans,
     })
 }
 

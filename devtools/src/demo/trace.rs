@@ -20,7 +20,16 @@ pub(super) struct TraceWriter {
 
 impl TraceWriter {
     pub(super) fn new(label: &str) -> TraceWriter {
-        let trace_id = rng::trace_id(label);
+        TraceWriter::with_id(rng::trace_id(label))
+    }
+
+    /// A trace whose id rises with `order`, as the SDK's do (see
+    /// [`rng::ordered_trace_id`]).
+    pub(super) fn ordered(order: u64, label: &str) -> TraceWriter {
+        TraceWriter::with_id(rng::ordered_trace_id(order, label))
+    }
+
+    fn with_id(trace_id: String) -> TraceWriter {
         TraceWriter {
             salt: rng::hash(&trace_id),
             trace_id,
