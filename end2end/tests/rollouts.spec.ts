@@ -111,3 +111,38 @@ test("what changed at the PPO dip puts the simulator's failure first", async ({ 
   await expect(page).toHaveURL(/filter=span\.name%20%3D%20physics\.integrate&filter=span\.status%20%3D%20error&min_step=300&max_step=340/);
   await expect(page.getByRole("list", { name: "Traces", exact: true }).getByRole("listitem").first()).toContainText("rollout step 3");
 });
+
+test("a drag across the timeline's steps asks what changed in them", async ({ page }) => {
+  await openTraces(page, PPO);
+  const plot = page.locator(".timeline-plot");
+  await plot.scrollIntoViewIfNeeded();
+  const [first, last] = ((await page.locator(".timeline .range").textContent()) ?? "")
+    .match(/\d+/g)!
+    .map(Number);
+  const box = (await plot.boundingBox())!;
+  const x = (step: number) => box.x + ((step - first) / (last - first)) * box.width;
+  const y = box.y + box.height / 3;
+  await page.mouse.move(x(300), y);
+  await page.mouse.down();
+  await page.mouse.move(x(320), y, { steps: 4 });
+  // The range is named while it is dragged.
+  await expect(page.locator(".drag-range")).toContainText(/steps \d+–\d+/);
+  await page.mouse.move(x(340), y, { steps: 4 });
+  await page.mouse.up();
+  await expect(page).toHaveURL(/[?&]from=\d+&to=\d+/);
+  const url = new URL(page.url());
+  const [from, to] = [Number(url.searchParams.get("from")), Number(url.searchParams.get("to"))];
+  expect(Math.abs(from - 300)).toBeLessThanOrEqual(2);
+  expect(Math.abs(to - 340)).toBeLessThanOrEqual(2);
+  const panel = page.getByRole("region", { name: "What changed", exact: true });
+  await expect(panel.locator(".changes-head")).toContainText(`Steps ${from}–${to}`);
+  await expect(panel.getByLabel("From step")).toHaveValue(String(from));
+  await expect(panel.locator("ol.changes > li").first()).toContainText("physics.integrate");
+  await expect(page.locator(".range-band")).toHaveCount(1);
+  // No step was pinned by the drag's end.
+  expect(url.searchParams.get("step")).toBeNull();
+  // The link reopens the same comparison.
+  await page.reload();
+  await expect(page.locator("[data-hydrated]")).toHaveCount(1);
+  await expect(panel.locator(".changes-head")).toContainText(`Steps ${from}–${to}`);
+});

@@ -51,11 +51,31 @@ pub fn WhatChanged(
     run_id: String,
     /// The range offered first: the timeline's widest danger band, if any.
     suggested: Option<(i64, i64)>,
+    /// A range chosen on the timeline (the page's `from` and `to`): asked at once.
+    range: Signal<Option<(i64, i64)>>,
 ) -> impl IntoView {
-    let from = RwSignal::new(suggested.map(|s| s.0.to_string()).unwrap_or_default());
-    let to = RwSignal::new(suggested.map(|s| s.1.to_string()).unwrap_or_default());
-    // The range asked about: set by the button (or the suggestion), not by typing.
-    let asked = RwSignal::new(suggested);
+    let first = range.get_untracked().or(suggested);
+    let from = RwSignal::new(first.map(|s| s.0.to_string()).unwrap_or_default());
+    let to = RwSignal::new(first.map(|s| s.1.to_string()).unwrap_or_default());
+    // The range asked about: set by the button, the timeline or the suggestion, not
+    // by typing.
+    let asked = RwSignal::new(first);
+    let section = NodeRef::<leptos::html::Section>::new();
+    Effect::watch(
+        move || range.get(),
+        move |chosen, _, _| {
+            if let Some((a, b)) = *chosen {
+                from.set(a.to_string());
+                to.set(b.to_string());
+                asked.set(Some((a, b)));
+                // The answer is below the fold of the timeline it was asked from.
+                if let Some(el) = section.get_untracked() {
+                    el.scroll_into_view();
+                }
+            }
+        },
+        false,
+    );
     let problem = RwSignal::new(None::<String>);
     let answer = {
         let run_id = run_id.clone();
@@ -89,7 +109,7 @@ pub fn WhatChanged(
         }
     };
     view! {
-        <section class="what-changed" aria-labelledby="changes-title">
+        <section class="what-changed" aria-labelledby="changes-title" node_ref=section>
             <form class="rollouts-head" on:submit=submit>
                 <h3 id="changes-title">"What changed"</h3>
                 <label>"From step " <input type="number" min="0" name="from" prop:value=move || from.get() on:input=move |ev| from.set(event_target_value(&ev))/></label>

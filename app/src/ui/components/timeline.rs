@@ -106,10 +106,78 @@ pub fn Timeline(
     /// The pinned step, if any.
     pinned: Signal<Option<i64>>,
     on_pick: Callback<i64>,
+    /// The step range what-changed compares, if one is chosen.
+    range: Signal<Option<(i64, i64)>>,
+    /// A range dragged across the plot.
+    on_range: Callback<(i64, i64)>,
 ) -> impl IntoView {
     let totals = activity.totals;
     let steps = activity.steps;
     let (x0, x1) = domain(&steps);
+    // A drag across the plot, as fractions of its width: where it started, where the
+    // pointer is. Read with `try_`: a pointer event can outlive the plot.
+    let drag = RwSignal::new(None::<(f64, f64)>);
+    // A drag just ended: the click that may follow is not a click on a marker.
+    let dragged = RwSignal::new(false);
+    let plot = NodeRef::<leptos::html::Div>::new();
+    let fraction = move |ev: &leptos::ev::MouseEvent| -> Option<f64> {
+        let r = plot.get_untracked()?.get_bounding_client_rect();
+        (r.width() > 0.0)
+            .then(|| ((f64::from(ev.client_x()) - r.left()) / r.width()).clamp(0.0, 1.0))
+    };
+    let step_at = move |f: f64| (x0 + (f * (x1 - x0) as f64).round() as i64).clamp(x0, x1);
+    let on_down = move |ev: leptos::ev::MouseEvent| {
+        if ev.button() == 0 {
+            if let Some(f) = fraction(&ev) {
+                drag.try_set(Some((f, f)));
+            }
+        }
+    };
+    let on_move = move |ev: leptos::ev::MouseEvent| {
+        if let (Some((start, _)), Some(f)) = (drag.try_get_untracked().flatten(), fraction(&ev)) {
+            drag.try_set(Some((start, f)));
+        }
+    };
+    let on_up = move |ev: leptos::ev::MouseEvent| {
+        let Some((start, _)) = drag.try_get_untracked().flatten() else {
+            return;
+        };
+        drag.try_set(None);
+        let (Some(end), Some(width)) = (
+            fraction(&ev),
+            plot.get_untracked()
+                .map(|p| p.get_bounding_client_rect().width()),
+        ) else {
+            return;
+        };
+        // Four pixels or more: a drag, not a click that shook.
+        if (end - start).abs() * width >= 4.0 {
+            let (a, b) = (step_at(start.min(end)), step_at(start.max(end)));
+            dragged.try_set(true);
+            on_range.run((a, b));
+        }
+    };
+    let dragging = move || {
+        drag.get().filter(|(a, b)| a != b).map(|(a, b)| {
+            let (lo, hi) = (a.min(b), a.max(b));
+            let label = format!("steps {}–{}", step_at(lo), step_at(hi));
+            view! {
+                <div class="drag-range" style=format!("left: {:.3}%; width: {:.3}%", lo * 100.0, (hi - lo) * 100.0)>
+                    <span>{label}</span>
+                </div>
+            }
+        })
+    };
+    let chosen = move || {
+        range.get().map(|(a, b)| {
+            let left = percent_of(a, x0, x1);
+            let width = (percent_of(b, x0, x1) - left).max(0.6);
+            view! {
+                <div class="range-band" title=format!("steps {a}–{b}: what changed compares them with the steps before")
+                    style=format!("left: calc({left:.3}% - 3px); width: calc({width:.3}% + 6px)")></div>
+            }
+        })
+    };
     let busiest = steps.iter().map(|s| s.traces).max().unwrap_or(1).max(1) as f64;
     let metric = RwSignal::new(preferred_metric(&metric_keys));
     let series = {
@@ -160,7 +228,11 @@ pub fn Timeline(
                     </select>
                 </label>
             </div>
-            <div class="timeline-plot">
+            <div class="timeline-plot" node_ref=plot on:mousedown=on_down on:mousemove=on_move on:mouseup=on_up
+                on:mouseleave=move |_| { drag.try_set(None); }
+                title="Drag across the steps to see what changed in them">
+                {chosen}
+                {dragging}
                 {bands.into_iter().map(|(a, b)| {
                     let left = percent_of(a, x0, x1);
                     let width = (percent_of(b, x0, x1) - left).max(0.6);
@@ -190,7 +262,13 @@ pub fn Timeline(
                                 style=format!("left: {left:.3}%; width: {size:.1}px; height: {size:.1}px; --share: {:.3}", share(s))
                                 aria-label=marker_label(s)
                                 title=marker_label(s)
-                                on:click=move |_| on_pick.run(step)
+                                on:click=move |_| {
+                                    if dragged.try_get_untracked() == Some(true) {
+                                        dragged.try_set(false);
+                                    } else {
+                                        on_pick.run(step);
+                                    }
+                                }
                             ></button>
                         }
                     }).collect_view()}

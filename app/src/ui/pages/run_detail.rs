@@ -63,10 +63,11 @@ fn RunView(detail: RunDetail) -> impl IntoView {
     let mounted = RwSignal::new(false);
     Effect::new(move |_| mounted.set(true));
     let query = use_query_map();
-    let starts_open = query.read_untracked().get("step").is_some()
-        || query.read_untracked().get("traces").is_some();
-    // The section is fetched in the browser only: a pinned step (?step=) opens it
-    // once the page has hydrated.
+    let starts_open = ["step", "traces", "from"]
+        .iter()
+        .any(|k| query.read_untracked().get(k).is_some());
+    // The section is fetched in the browser only: a pinned step (?step=), or a range
+    // for what-changed (?from=), opens it once the page has hydrated.
     let opened = RwSignal::new(false);
     Effect::new(move |_| {
         if starts_open {
@@ -146,6 +147,15 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
     let query = use_query_map();
     let pinned =
         Signal::derive(move || query.read().get("step").and_then(|s| s.parse::<i64>().ok()));
+    // The range what-changed compares (`?from=&to=`), set by a drag on the timeline.
+    let range = Signal::derive(move || {
+        let q = query.read();
+        let step = |k: &str| q.get(k).and_then(|s| s.parse::<i64>().ok());
+        match (step("from"), step("to")) {
+            (Some(a), Some(b)) if 0 <= a && a <= b => Some((a, b)),
+            _ => None,
+        }
+    });
     let navigate = use_navigate();
     let base = format!("/runs/{}", encode(&run_id));
     let on_pick = {
@@ -153,6 +163,22 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
         Callback::new(move |step: i64| {
             navigate(
                 &format!("{base}?step={step}"),
+                NavigateOptions {
+                    scroll: false,
+                    ..Default::default()
+                },
+            )
+        })
+    };
+    let on_range = {
+        let (navigate, base) = (navigate.clone(), base.clone());
+        Callback::new(move |(a, b): (i64, i64)| {
+            let step = pinned
+                .get_untracked()
+                .map(|s| format!("step={s}&"))
+                .unwrap_or_default();
+            navigate(
+                &format!("{base}?{step}from={a}&to={b}"),
                 NavigateOptions {
                     scroll: false,
                     ..Default::default()
@@ -202,7 +228,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
                         Ok(activity) if activity.steps.is_empty() => view! {
                             <p class="muted">{format!("{} traces, none with a step: the lane is hidden.", activity.totals.traces)}</p>
                         }.into_any(),
-                        Ok(activity) => view! { <Timeline run_id activity metric_keys pinned on_pick/> }.into_any(),
+                        Ok(activity) => view! { <Timeline run_id activity metric_keys pinned on_pick range on_range/> }.into_any(),
                         Err(e) => view! { <p class="error">{e.message}</p> }.into_any(),
                     }
                 })
@@ -236,7 +262,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
                     let activity = steps.await.ok().filter(|a| !a.steps.is_empty())?;
                     // The widest band: a lone failing step is rarely the dip a person came for.
                     let suggested = timeline::danger_runs(&activity.steps).into_iter().max_by_key(|(a, b)| (b - a, -a));
-                    Some(view! { <WhatChanged run_id suggested/> })
+                    Some(view! { <WhatChanged run_id suggested range/> })
                 })
             }}
         </Transition>
