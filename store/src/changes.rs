@@ -196,11 +196,15 @@ impl<DB: Dialect> Reader<DB> {
                 .push((r.int("step")?.unwrap_or(min), r.req_float("v")?));
         }
 
-        let (join, text, keep) = DB::STRING_MEMBERS;
-        let mut q = Sql::new(format!(
-            "SELECT a.key AS key, {text} AS text, COUNT(*) AS n"
-        ));
-        from(&mut q, terms, join, keep);
+        // Strings of at most 256 bytes, from `trace_texts`: a longer one is a prompt
+        // or an id, not a value whose share moves.
+        let mut q = Sql::new("SELECT a.key AS key, a.value AS text, COUNT(*) AS n");
+        from(
+            &mut q,
+            terms,
+            " CROSS JOIN trace_texts a",
+            "a.run_id = t.run_id AND a.trace_id = t.trace_id",
+        );
         push_conditions(&mut q, query, terms);
         q.push(" GROUP BY 1, 2");
         for r in self.rows(q).await? {

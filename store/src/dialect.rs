@@ -253,11 +253,6 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// text (strings and booleans); `num` is floating-point, an integer too.
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
 
-    /// The string members of `t`'s root attributes as rows `a` with `a.key`: the
-    /// join that follows `traces t`, the member's text, and the condition that
-    /// keeps strings only.
-    const STRING_MEMBERS: (&'static str, &'static str, &'static str);
-
     /// Whether span `s`'s error body is an object whose `type` is the string `text`,
     /// written as the index `spans_run_error_type` is.
     fn push_error_type_is<'a>(q: &mut Sql<'a, Self>, text: &'a str);
@@ -306,8 +301,6 @@ fn json_path(key: &str) -> String {
 
 impl Dialect for Sqlite {
     const LIKE_ANY_CASE: &'static str = "LIKE";
-    const STRING_MEMBERS: (&'static str, &'static str, &'static str) =
-        (", json_each(t.attributes) a", "a.value", "a.type = 'text'");
     const GREATEST: &'static str = "MAX";
     const SCAN_IN_HALVES: bool = true;
     const FOR_UPDATE: &'static str = "";
@@ -445,11 +438,6 @@ impl Dialect for Sqlite {
 
 impl Dialect for Postgres {
     const LIKE_ANY_CASE: &'static str = "ILIKE";
-    const STRING_MEMBERS: (&'static str, &'static str, &'static str) = (
-        " CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a",
-        "a.value #>> '{}'",
-        "jsonb_typeof(a.value) = 'string'",
-    );
     const GREATEST: &'static str = "GREATEST";
     const SCAN_IN_HALVES: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
