@@ -117,16 +117,9 @@ impl<DB: Dialect> Reader<DB> {
         step: Option<i64>,
         figures: &[Figures],
     ) -> StoreResult<Vec<Group>> {
-        let keys: HashSet<&str> = figures
-            .iter()
-            .filter(|f| f.step == step)
-            .map(|f| f.key.as_str())
-            .collect();
-        let last = figures
-            .iter()
-            .filter(|f| f.step == step)
-            .filter_map(|f| f.last)
-            .max();
+        let of_step: Vec<&Figures> = figures.iter().filter(|f| f.step == step).collect();
+        let keys: HashSet<&str> = of_step.iter().map(|f| f.key.as_str()).collect();
+        let last = of_step.iter().filter_map(|f| f.last).max();
         let query = TraceQuery {
             min_step: step.or(query.min_step),
             max_step: last.or(query.max_step),

@@ -15,6 +15,28 @@ pub mod trace_list;
 pub mod window_picker;
 
 use leptos::prelude::*;
+use treeline_wire::filter::AttributeKeys;
+
+use crate::ui::api::ApiError;
+
+/// The run's root-attribute keys, as the panels' pickers read them.
+pub type RunKeys = LocalResource<Result<AttributeKeys, ApiError>>;
+
+/// Sets a picker's `choice` to what `prefer` picks once the run's keys arrive,
+/// unless a reader chose first.
+pub fn choose_when_keys_arrive(
+    keys: RunKeys,
+    choice: RwSignal<Option<String>>,
+    prefer: fn(&AttributeKeys) -> String,
+) {
+    Effect::new(move |_| {
+        if let Some(Ok(k)) = keys.get() {
+            if choice.get_untracked().is_none() {
+                choice.set(Some(prefer(&k)));
+            }
+        }
+    });
+}
 
 /// A button that copies what `text` gives when clicked, and says "Copied" for two
 /// seconds after (announced to screen readers), so a click is seen to have worked.

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::query::{get_json, report, write};
 use super::rng::Rng;
 use crate::failure::{Context, Failure, Outcome};
-use crate::Host;
+use crate::{thousands, Host};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RolloutsArgs {
@@ -180,19 +180,6 @@ async fn build(store: &dyn crate::store::Store, run: &str, args: &RolloutsArgs) 
     Ok(())
 }
 
-/// `n` with its thousands apart: 100,000.
-fn grouped(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
     if args.steps < 50 || args.per_step < GROUP {
         return Err(Failure::msg(format!(
@@ -235,7 +222,7 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
         "one GRPO run of {} traces: {steps} steps × {per_step} samples, {} groups of {GROUP} a \
          step{rest}, 16 task families; 4–5 spans a trace (model, search 1 in 3, python, judge); \
          python times out in 1 of 50, 1 of 4 at steps {from}–{to}",
-        grouped(total),
+        thousands(total as u64),
         per_step.div_ceil(GROUP)
     );
     let api = host.api(store);
@@ -249,7 +236,7 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
         (
             format!(
                 "stats attr.reward, split 12 + other, all {}",
-                grouped(total)
+                thousands(total as u64)
             ),
             format!("{runs}/stats?value=attr.reward&split=attr.task_family"),
             Box::new(move |v| {
@@ -261,12 +248,15 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             }),
         ),
         (
-            format!("stats duration_us, no split, all {}", grouped(total)),
+            format!(
+                "stats duration_us, no split, all {}",
+                thousands(total as u64)
+            ),
             format!("{runs}/stats?value=duration_us"),
             Box::new(move |v| v["traces"] == all),
         ),
         (
-            format!("groups by attr.group_id, all {}", grouped(total)),
+            format!("groups by attr.group_id, all {}", thousands(total as u64)),
             format!("{runs}/groups?by=attr.group_id&value=attr.reward"),
             Box::new(|v| {
                 v["groups"]
@@ -278,7 +268,7 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             format!(
                 "changes {from}–{to} vs {base}–{}, 2 × {}",
                 from - 1,
-                grouped(WINDOW * per_step)
+                thousands((WINDOW * per_step) as u64)
             ),
             format!("{runs}/changes?min_step={from}&max_step={to}"),
             Box::new(move |v| {

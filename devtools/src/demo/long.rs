@@ -7,6 +7,7 @@ use super::rng::{round, Rng};
 use super::text::{assistant_with_calls, msg, tokens, tool_call, MODEL, MODULE_WORDS};
 use super::trace::{error, none, TraceWriter, MS, SEC};
 use super::Chunks;
+use crate::thousands;
 
 const BIG_LABEL: &str = "demo-grpo-agent/long-horizon";
 const WIDE_LABEL: &str = "demo-grpo-agent/heldout-eval";
@@ -24,19 +25,6 @@ pub(super) fn wide_trace_id() -> String {
 /// The scoring node: the third span the eval trace opens.
 pub(super) fn wide_node_id() -> String {
     TraceWriter::id_at(WIDE_LABEL, 2)
-}
-
-/// `1234567` → `1,234,567`.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// A coding agent that migrates one module after another until the trace holds exactly
@@ -348,17 +336,4 @@ pub(super) fn wide(step: i64, t0: i64, children: u64) -> Chunks {
         }
         Some(w.take())
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::thousands;
-
-    #[test]
-    fn numbers_are_grouped() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(10_000), "10,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }

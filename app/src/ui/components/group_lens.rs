@@ -7,7 +7,8 @@ use treeline_wire::filter::AttributeKeys;
 use treeline_wire::groups::{Group, GroupBy, Groups, GroupsQuery, GROUPS_LISTED_DEFAULT};
 
 use super::chart::LineChart;
-use crate::ui::api::{self, ApiError};
+use super::{choose_when_keys_arrive, RunKeys};
+use crate::ui::api;
 use crate::ui::compare_url::CompareUrl;
 use crate::ui::format;
 
@@ -76,17 +77,11 @@ pub fn GroupLens(
     /// The timeline's pinned step: its groups are listed.
     pinned: Signal<Option<i64>>,
     /// The run's root-attribute keys, for the pickers.
-    keys: LocalResource<Result<AttributeKeys, ApiError>>,
+    keys: RunKeys,
 ) -> impl IntoView {
     let by = RwSignal::new(None::<String>);
     let score = RwSignal::new("reward".to_string());
-    Effect::new(move |_| {
-        if let Some(Ok(k)) = keys.get() {
-            if by.get_untracked().is_none() {
-                by.set(Some(preferred_by(&k)));
-            }
-        }
-    });
+    choose_when_keys_arrive(keys, by, preferred_by);
     let groups = {
         let run_id = run_id.clone();
         LocalResource::new(move || {

@@ -14,7 +14,8 @@ use treeline_wire::stats::{
 };
 
 use super::chart::{percent_of, short, step_ticks};
-use crate::ui::api::{self, ApiError};
+use super::{choose_when_keys_arrive, RunKeys};
+use crate::ui::api;
 use crate::ui::format;
 use grid::Frame;
 
@@ -40,17 +41,11 @@ pub fn Rollouts(
     run_id: String,
     domain: (i64, i64),
     /// The run's root-attribute keys, for the pickers.
-    keys: LocalResource<Result<AttributeKeys, ApiError>>,
+    keys: RunKeys,
 ) -> impl IntoView {
     let value = RwSignal::new(None::<String>);
     let split = RwSignal::new(None::<String>);
-    Effect::new(move |_| {
-        if let Some(Ok(k)) = keys.get() {
-            if value.get_untracked().is_none() {
-                value.set(Some(preferred_value(&k)));
-            }
-        }
-    });
+    choose_when_keys_arrive(keys, value, preferred_value);
     let stats = {
         let run_id = run_id.clone();
         LocalResource::new(move || {

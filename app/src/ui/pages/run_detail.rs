@@ -156,13 +156,13 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
             _ => None,
         }
     });
-    let navigate = use_navigate();
-    let base = format!("/runs/{}", encode(&run_id));
-    let on_pick = {
-        let (navigate, base) = (navigate.clone(), base.clone());
-        Callback::new(move |step: i64| {
+    // Each choice here (a step, a range, none) changes the page's query alone, and the
+    // page stays where it is scrolled.
+    let go = {
+        let (navigate, base) = (use_navigate(), format!("/runs/{}", encode(&run_id)));
+        Callback::new(move |query: String| {
             navigate(
-                &format!("{base}?step={step}"),
+                &format!("{base}?{query}"),
                 NavigateOptions {
                     scroll: false,
                     ..Default::default()
@@ -170,34 +170,15 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
             )
         })
     };
-    let on_range = {
-        let (navigate, base) = (navigate.clone(), base.clone());
-        Callback::new(move |(a, b): (i64, i64)| {
-            let step = pinned
-                .get_untracked()
-                .map(|s| format!("step={s}&"))
-                .unwrap_or_default();
-            navigate(
-                &format!("{base}?{step}from={a}&to={b}"),
-                NavigateOptions {
-                    scroll: false,
-                    ..Default::default()
-                },
-            )
-        })
-    };
-    let clear = {
-        let base = base.clone();
-        move |_| {
-            navigate(
-                &format!("{base}?traces=1"),
-                NavigateOptions {
-                    scroll: false,
-                    ..Default::default()
-                },
-            )
-        }
-    };
+    let on_pick = Callback::new(move |step: i64| go.run(format!("step={step}")));
+    let on_range = Callback::new(move |(a, b): (i64, i64)| {
+        let step = pinned
+            .get_untracked()
+            .map(|s| format!("step={s}&"))
+            .unwrap_or_default();
+        go.run(format!("{step}from={a}&to={b}"))
+    });
+    let clear = move |_| go.run("traces=1".to_string());
     let steps = Resource::new(
         {
             let r = run_id.clone();
@@ -268,7 +249,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
         </Transition>
         {move || pinned.get().map(|step| view! {
             <p class="chips">
-                <button class="chip" on:click=clear.clone() aria-label=format!("Clear step {step}")>
+                <button class="chip" on:click=clear aria-label=format!("Clear step {step}")>
                     {format!("step {step}")} " ×"
                 </button>
                 <a class="compare-link" href=step_link(&compare_run, step)>"Compare this step's traces"</a>
