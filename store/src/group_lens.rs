@@ -168,10 +168,12 @@ fn push_samples<'a, DB: Dialect>(
             DB::push_attr_number(q, "t.attributes", key);
             q.push(" AS TEXT)) AS g FROM ");
             push_driver(q, terms);
-            q.push(
-                "traces t JOIN trace_numbers n ON n.run_id = t.run_id \
+            // The index by trace holds the value: one descent a sample, not two.
+            q.push(format!(
+                "traces t JOIN trace_numbers n{} ON n.run_id = t.run_id \
                  AND n.trace_id = t.trace_id AND n.key = ",
-            )
+                DB::use_index("trace_numbers_trace")
+            ))
             .bind(lens.value.as_str())
             .push(
                 " LEFT JOIN trace_texts gs ON gs.run_id = t.run_id \

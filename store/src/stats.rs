@@ -148,10 +148,12 @@ fn cells_sql<'a, DB: Dialect>(
     push_driver(&mut q, terms);
     q.push("traces t");
     if let Measure::Attr(key) = value {
-        q.push(
-            " LEFT JOIN trace_numbers n ON n.run_id = t.run_id \
+        // The index by trace holds the value: one descent a trace, not two.
+        q.push(format!(
+            " LEFT JOIN trace_numbers n{} ON n.run_id = t.run_id \
              AND n.trace_id = t.trace_id AND n.key = ",
-        )
+            DB::use_index("trace_numbers_trace")
+        ))
         .bind(key.as_str());
     }
     if let Some(key) = split {
