@@ -11,6 +11,7 @@ pub mod failure;
 pub mod ingest;
 
 mod access;
+mod annotations;
 mod changes;
 mod checkpoint;
 mod children;
@@ -33,6 +34,7 @@ mod step_halves;
 mod trace_list;
 
 use async_trait::async_trait;
+use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
 use treeline_wire::{
     BatchResponse, MetricPoint, RunFinish, RunUpsert, SpanEvent, SpanStatus, Warning,
 };
@@ -62,6 +64,9 @@ pub enum StoreError {
     /// A page asked to be read around a span that is not among the children listed.
     #[error("span {span_id} is not among the children listed")]
     NotListed { span_id: String },
+    /// What a write names is not there (`code` says what: `trace_not_found`…).
+    #[error("{message}")]
+    NotFound { code: &'static str, message: String },
     /// A failure that may pass: the database busy, a pool exhausted, a connection
     /// lost, a serialization failure. Nothing of the request was kept.
     #[error("the database is unavailable")]
@@ -269,6 +274,29 @@ pub trait Ingest: Send + Sync {
     /// already has a record is answered with that record, in the same transaction,
     /// so two requests racing with one key write once.
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written>;
+    /// Creates or updates `author`'s annotation `note.name` on the trace or span
+    /// `note` names; answers it and whether it is new. `NotFound` when the target is
+    /// not there; `Invalid` when the name has another type in the run or the target
+    /// has its most annotations.
+    async fn annotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        note: &NoteWrite,
+        author: &Author,
+        source: Source,
+        now: i64,
+    ) -> StoreResult<(Annotation, bool)>;
+    /// Deletes `author`'s annotation `name` on the trace or span; answers whether
+    /// there was one. `NotFound` when the target is not there.
+    async fn unannotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: Option<&str>,
+        name: &str,
+        author: &str,
+    ) -> StoreResult<bool>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(

@@ -64,6 +64,11 @@ const SQLITE: Embedded = Embedded(&[
         "trace texts",
         include_str!("../migrations/sqlite/0010_trace_texts.sql"),
     ),
+    (
+        11,
+        "annotations",
+        include_str!("../migrations/sqlite/0011_annotations.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -116,6 +121,11 @@ const POSTGRES: Embedded = Embedded(&[
         10,
         "trace texts",
         include_str!("../migrations/postgres/0010_trace_texts.sql"),
+    ),
+    (
+        11,
+        "annotations",
+        include_str!("../migrations/postgres/0011_annotations.sql"),
     ),
 ]);
 

@@ -8,9 +8,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, Transaction};
+use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
+use super::annotations;
 use super::dialect::{Dialect, Sql};
 use super::reader::{Reader, Reads};
 use super::rows;
@@ -229,6 +231,29 @@ impl Ingest for PostgresStore {
 
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()> {
         run_writes::write_metrics(&self.pool, run_id, points).await
+    }
+
+    async fn annotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        note: &NoteWrite,
+        author: &Author,
+        source: Source,
+        now: i64,
+    ) -> StoreResult<(Annotation, bool)> {
+        annotations::annotate(&self.pool, run_id, trace_id, note, author, source, now).await
+    }
+
+    async fn unannotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: Option<&str>,
+        name: &str,
+        author: &str,
+    ) -> StoreResult<bool> {
+        annotations::unannotate(&self.pool, run_id, trace_id, span_id, name, author).await
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {

@@ -7,6 +7,7 @@ use treeline_wire::{
     StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
 };
 
+use treeline_wire::annotations::AnnotationList;
 use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::groups::{Groups, GroupsQuery};
 use treeline_wire::stats::{Stats, StatsQuery};
@@ -126,6 +127,14 @@ pub trait Reads: Send + Sync {
     /// What differs between `changes`' two step ranges among the traces `traces`
     /// matches (its own step bounds ignored).
     async fn changes(&self, traces: &TraceQuery, changes: &ChangesQuery) -> StoreResult<Changes>;
+    /// The annotations of a trace and its spans, or of one span (`span_id`), by span,
+    /// name and author; none for a trace that is not there.
+    async fn annotations(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: Option<&str>,
+    ) -> StoreResult<AnnotationList>;
     /// Per-step trace activity in `[min_step, max_step]`, at most `STEP_LIMIT` steps,
     /// with the run's totals. `RunNotFound` for an unknown run.
     async fn steps(
@@ -683,6 +692,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .iter()
             .map(rows::trace_summary)
             .collect()
+    }
+
+    async fn annotations(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: Option<&str>,
+    ) -> StoreResult<AnnotationList> {
+        self.annotations_of(run_id, trace_id, span_id).await
     }
 
     async fn span_exists(&self, run_id: &str, trace_id: &str, span_id: &str) -> StoreResult<bool> {

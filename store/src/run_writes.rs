@@ -21,7 +21,7 @@ pub(super) async fn run_project<DB: Dialect>(
     select_project::<DB>(conn, run_id, "").await
 }
 
-async fn select_project<DB: Dialect>(
+pub(super) async fn select_project<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     lock: &str,

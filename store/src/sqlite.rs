@@ -11,9 +11,11 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, Transaction};
 use tokio::sync::oneshot;
+use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
+use super::annotations;
 use super::checkpoint::{self, Kick};
 use super::dialect::Sql;
 use super::group::{GroupCommit, Refused};
@@ -428,6 +430,29 @@ impl Ingest for SqliteStore {
 
     async fn write_metrics(&self, run_id: &str, points: &[MetricPoint]) -> StoreResult<()> {
         run_writes::write_metrics(&self.writer, run_id, points).await
+    }
+
+    async fn annotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        note: &NoteWrite,
+        author: &Author,
+        source: Source,
+        now: i64,
+    ) -> StoreResult<(Annotation, bool)> {
+        annotations::annotate(&self.writer, run_id, trace_id, note, author, source, now).await
+    }
+
+    async fn unannotate(
+        &self,
+        run_id: &str,
+        trace_id: &str,
+        span_id: Option<&str>,
+        name: &str,
+        author: &str,
+    ) -> StoreResult<bool> {
+        annotations::unannotate(&self.writer, run_id, trace_id, span_id, name, author).await
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {

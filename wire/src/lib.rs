@@ -3,6 +3,7 @@
 //! the Rust client all take them from here, so every side parses and prints the same
 //! shapes, and no client links the UI.
 
+pub mod annotations;
 pub mod changes;
 pub mod filter;
 pub mod groups;

@@ -38,6 +38,8 @@ pub const RUN_GROUPS: &str = "/runs/{run_id}/groups";
 pub const RUN_CHANGES: &str = "/runs/{run_id}/changes";
 /// The traces of a run that share a trace's rollout id.
 pub const TRACE_ROLLOUTS: &str = "/runs/{run_id}/traces/{trace_id}/rollouts";
+/// A trace's annotations and its spans': listed, created or updated, deleted.
+pub const TRACE_ANNOTATIONS: &str = "/runs/{run_id}/traces/{trace_id}/annotations";
 /// Who the caller is (the dashboard shows it, with a way to sign out).
 pub const SESSION: &str = "/session";
 
@@ -65,6 +67,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUN_GROUPS),
     ("GET", RUN_CHANGES),
     ("GET", TRACE_ROLLOUTS),
+    ("GET", TRACE_ANNOTATIONS),
+    ("PUT", TRACE_ANNOTATIONS),
+    ("DELETE", TRACE_ANNOTATIONS),
     ("GET", SESSION),
 ];
 

@@ -121,6 +121,7 @@ impl From<StoreError> for ApiError {
                 "span_not_found",
                 format!("around: span {span_id} is not among the children listed"),
             ),
+            StoreError::NotFound { code, message } => ApiError::not_found(code, message),
             other if other.is_transient() => {
                 tracing::warn!(error = %chain(&other), "storage unavailable");
                 ApiError::Unavailable {

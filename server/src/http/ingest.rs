@@ -234,7 +234,7 @@ fn rejection(index: usize, e: treeline_wire::Invalid) -> Rejection {
 
 /// Runs `write` once per Idempotency-Key: a retry with the same body gets the first
 /// answer back (with `Idempotent-Replayed: true`); another body under the key is 422.
-async fn idempotent<F, Fut>(
+pub(super) async fn idempotent<F, Fut>(
     state: &AppState,
     headers: &HeaderMap,
     scope: &str,

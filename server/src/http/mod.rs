@@ -1,5 +1,6 @@
 //! The HTTP API (docs/api.md): `router(state)` so tests can drive it with `oneshot`.
 
+mod annotations;
 pub mod auth;
 pub mod body;
 pub mod bounded;
@@ -86,6 +87,7 @@ pub fn now_us() -> i64 {
 /// the fallback too, so a route added later needs credentials like the others.
 pub fn router(state: AppState) -> Router {
     let writes = ingest::router()
+        .merge(annotations::writes())
         .route_layer(middleware::from_fn(guard::require_json))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
@@ -102,6 +104,7 @@ pub fn router(state: AppState) -> Router {
         .route(routes::RUN_STATS, get(insight::stats))
         .route(routes::RUN_GROUPS, get(insight::groups))
         .route(routes::RUN_CHANGES, get(insight::changes))
+        .route(routes::TRACE_ANNOTATIONS, get(annotations::list))
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             shed::READ_TIMEOUT,

@@ -2,6 +2,7 @@
 //! and cross-site requests, through the whole application router (pages, API,
 //! OTLP) on both databases.
 
+mod annotations;
 mod cross_site;
 mod keys;
 mod signin;

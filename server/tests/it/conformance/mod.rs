@@ -8,6 +8,7 @@ use treeline_server::store::Store;
 
 type S = Arc<dyn Store>;
 
+mod annotations;
 mod batches;
 mod ingest_rules;
 mod invariance;
