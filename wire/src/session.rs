@@ -15,4 +15,8 @@ pub struct SessionInfo {
     pub scope: Option<String>,
     /// The one project the caller sees; `None` for every project.
     pub project: Option<String>,
+    /// The id of the caller's key (of the key a session signed in with): the author
+    /// of its annotations. `None` when auth is off.
+    #[serde(default)]
+    pub key_id: Option<String>,
 }

@@ -5,6 +5,7 @@
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use treeline_wire::annotations::{Annotation, AnnotationDeleted, AnnotationList};
 use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::groups::{Groups, GroupsQuery};
@@ -13,7 +14,7 @@ use treeline_wire::query::ListQuery;
 use treeline_wire::routes::{
     path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_GROUPS, RUN_METRICS,
     RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE,
-    TRACES, TRACE_ROLLOUTS,
+    TRACES, TRACE_ANNOTATIONS, TRACE_ROLLOUTS,
 };
 use treeline_wire::stats::{Stats, StatsQuery};
 use treeline_wire::{
@@ -108,6 +109,12 @@ async fn fetch<T: DeserializeOwned>(path: String) -> Result<T, ApiError> {
         .send()
         .await
         .map_err(|e| ApiError::other(format!("the server could not be reached: {e}")))?;
+    answer(response).await
+}
+
+/// A response's JSON, or the error it carries (after a 401, the way to sign in).
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+async fn answer<T: DeserializeOwned>(response: gloo_net::http::Response) -> Result<T, ApiError> {
     let status = response.status();
     if status == 401 {
         sign_in_again();
@@ -322,4 +329,71 @@ pub async fn diff(run_id: String, a: String, b: String) -> Result<SpanDiff, ApiE
 /// The traces of a run that share a trace's rollout id, by step.
 pub async fn rollouts(run_id: String, trace_id: String) -> Result<RolloutMatches, ApiError> {
     get(path(TRACE_ROLLOUTS, &[&run_id, &trace_id])).await
+}
+
+/// The annotations of a trace and its spans.
+pub async fn annotations(run_id: String, trace_id: String) -> Result<AnnotationList, ApiError> {
+    get(path(TRACE_ANNOTATIONS, &[&run_id, &trace_id])).await
+}
+
+/// Creates or updates the caller's annotation that `body` describes.
+pub async fn annotate(
+    run_id: String,
+    trace_id: String,
+    body: serde_json::Value,
+) -> Result<Annotation, ApiError> {
+    send("PUT", path(TRACE_ANNOTATIONS, &[&run_id, &trace_id]), body).await
+}
+
+/// Deletes the caller's annotation that `body` names.
+pub async fn unannotate(
+    run_id: String,
+    trace_id: String,
+    body: serde_json::Value,
+) -> Result<AnnotationDeleted, ApiError> {
+    send(
+        "DELETE",
+        path(TRACE_ANNOTATIONS, &[&run_id, &trace_id]),
+        body,
+    )
+    .await
+}
+
+/// `method path` with a JSON body, and its JSON answer. Only the browser writes:
+/// a page rendered on the server only reads.
+pub async fn send<T: DeserializeOwned>(
+    method: &'static str,
+    path: String,
+    body: serde_json::Value,
+) -> Result<T, ApiError> {
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        send_wrapper::SendWrapper::new(fetch_with(method, path, body)).await
+    }
+    #[cfg(feature = "ssr")]
+    {
+        let _ = (method, path, body);
+        Err(ApiError::other("writes are sent from the browser"))
+    }
+}
+
+#[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+async fn fetch_with<T: DeserializeOwned>(
+    method: &'static str,
+    path: String,
+    body: serde_json::Value,
+) -> Result<T, ApiError> {
+    let request = match method {
+        "PUT" => gloo_net::http::Request::put(&path),
+        "DELETE" => gloo_net::http::Request::delete(&path),
+        _ => gloo_net::http::Request::post(&path),
+    };
+    let response = request
+        .header("Content-Type", "application/json")
+        .body(body.to_string())
+        .map_err(|e| ApiError::other(e.to_string()))?
+        .send()
+        .await
+        .map_err(|e| ApiError::other(format!("the server could not be reached: {e}")))?;
+    answer(response).await
 }

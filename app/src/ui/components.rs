@@ -1,3 +1,4 @@
+pub mod annotations;
 pub mod body;
 pub mod changes;
 pub mod chart;

@@ -47,6 +47,7 @@ async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
         name: known.then(|| who.name.clone()),
         scope: known.then(|| who.scope.as_str().to_string()),
         project: who.project.clone(),
+        key_id: known.then(|| who.key_id.clone()),
     })
 }
 

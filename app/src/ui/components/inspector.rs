@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
+use super::annotations::{Annotations, Target};
 use super::body::BodyView;
 use super::CopyButton;
 use crate::ui::api::{self, ApiError};
@@ -79,6 +80,11 @@ fn SpanView(d: SpanDetail) -> impl IntoView {
             {n.token_count.map(|t| view! { <dt>"Tokens"</dt><dd>{t}</dd> })}
             {d.thread_id.clone().map(|t| view! { <dt>"Thread"</dt><dd>{t}</dd> })}
         </dl>
+        <Annotations target=Target {
+            run_id: d.run_id.clone(),
+            trace_id: d.trace_id.clone(),
+            span_id: n.parent_span_id.is_some().then(|| n.span_id.clone()),
+        }/>
         {d.error.clone().map(|e| view! { <BodyView label="Error" value=Some(e)/> })}
         <BodyView label="Input" value=d.input.clone() truncated=d.input_truncated chat/>
         <BodyView label="Output" value=d.output.clone() truncated=d.output_truncated chat/>

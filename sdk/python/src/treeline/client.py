@@ -10,7 +10,8 @@
 Lists are generators that fetch the next page only when the one before is used up,
 so a caller that stops early sends no further requests. `export` streams a run's
 spans, one dict per span, in the JSON-lines format that `treeline.import_spans` reads
-back into another server."""
+back into another server. The one thing it writes is annotations (`annotate`,
+`delete_annotation`), which need a write key."""
 
 import gzip
 import http.client
@@ -24,10 +25,12 @@ import urllib.request
 import zlib
 
 from . import redact
+from .annotations import check_name, put_body
 from .config import resolve
+from .ids import check_id, new_key
 from .transport import USER_AGENT, Unreachable, make_opener, retry_after
 
-MAX_RETRIES = 3  # further attempts after a 503
+MAX_RETRIES = 3  # further attempts after a 503 (and, for a write, a network error)
 MAX_RETRY_WAIT = 30  # seconds: the most a Retry-After is honoured for
 DEFAULT_RETRY_WAIT = 1  # seconds, after a 503 that names no wait
 
@@ -128,7 +131,10 @@ class Client:
     and 403), carrying the answer's status, code and message. A server that cannot be
     reached raises `Unreachable`. A 503 (the server is busy) is retried up to 3 times,
     after the Retry-After it names (at most 30 s; 1 s when it names none), before
-    `ApiError` is raised; no 4xx is ever retried."""
+    `ApiError` is raised; no 4xx is ever retried. A write (an annotation) is also
+    retried after a network error (1, 2, then 4 s later), under one Idempotency-Key
+    per call, so that a retry of a write the server did store is answered with the
+    first answer instead of writing again."""
 
     def __init__(self, url=None, api_key=None, timeout=30.0):
         # A URL or key that cannot work raises ValueError here, saying what to write.
@@ -259,6 +265,39 @@ class Client:
         of trace summaries (empty when the trace has no rollout id)."""
         return self._get("/api/runs/%s/traces/%s/rollouts" % (
             _seg(run_id, "run_id"), _seg(trace_id, "trace_id")))["traces"]
+
+    # -- annotations ---------------------------------------------------------------
+
+    def annotations(self, run_id, trace_id, span_id=None):
+        """The annotations of a trace and its spans (or of one span), a list of dicts:
+        `trace_id`, `span_id` (None for the trace's own), `name`, `value`, `kind`,
+        `comment`, `author` ({"key_id", "name"}), `source` ("person" or "code"),
+        `created_us`, `updated_us`. The trace's own come first."""
+        params = [("span_id", None if span_id is None else check_id(span_id, "span_id"))]
+        return self._get(self._annotations_path(run_id, trace_id), params)["annotations"]
+
+    def annotate(self, run_id, trace_id, span_id=None, *, name, value, comment=None):
+        """Annotates a trace (or, with span_id, one of its spans), as code: a number, a
+        string or a bool under `name`, with an optional comment. An annotation of the
+        same name by the same key is updated in place. Returns it as stored. Needs a
+        write key; a name, value or comment the server would refuse raises ValueError
+        (TypeError for one of the wrong type) before anything is sent."""
+        path = self._annotations_path(run_id, trace_id)
+        return self._write("PUT", path, put_body(name, value, comment, span_id))
+
+    def delete_annotation(self, run_id, trace_id, name, span_id=None):
+        """Deletes this key's annotation `name` of the trace (or of span_id). True when
+        there was one; another key's annotation of that name stays."""
+        body = {"name": check_name(name)}
+        if span_id is not None:
+            body["span_id"] = check_id(span_id, "span_id")
+        path = self._annotations_path(run_id, trace_id)
+        return bool(self._write("DELETE", path, body).get("deleted"))
+
+    @staticmethod
+    def _annotations_path(run_id, trace_id):
+        return "/api/runs/%s/traces/%s/annotations" % (_seg(run_id, "run_id"),
+                                                       _seg(trace_id, "trace_id"))
 
     # -- export --------------------------------------------------------------------
 
@@ -395,37 +434,64 @@ class Client:
                 self._sleep(min(MAX_RETRY_WAIT, DEFAULT_RETRY_WAIT if wait is None else wait))
                 continue
             break
+        return self._answer("GET", target, status, body)
+
+    def _write(self, method, path, obj):
+        """Sends a JSON body; returns the answer's JSON. One Idempotency-Key for every
+        attempt: a retry after an answer that was lost on the way replays the first."""
+        data = json.dumps(obj, ensure_ascii=False, allow_nan=False).encode()
+        key = new_key()
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                status, body, wait = self._request(path, method, data, key)
+            except Unreachable:
+                if attempt == MAX_RETRIES:
+                    raise
+                self._sleep(DEFAULT_RETRY_WAIT * 2 ** attempt)  # a restart, a dropped link
+                continue
+            if status == 503 and attempt < MAX_RETRIES:
+                self._sleep(min(MAX_RETRY_WAIT, DEFAULT_RETRY_WAIT if wait is None else wait))
+                continue
+            break
+        return self._answer(method, path, status, body)
+
+    def _answer(self, method, target, status, body):
         if 200 <= status < 300:
             try:
                 return json.loads(body)
             except ValueError:
                 raise ApiError(status, "invalid_response",
-                               "GET %s answered something that is not JSON; is %s a "
-                               "Treeline server?" % (target, self.url)) from None
-        raise self._error(status, body, target)
+                               "%s %s answered something that is not JSON; is %s a "
+                               "Treeline server?" % (method, target, self.url)) from None
+        raise error_from_answer(status, body, "%s %s" % (method, target))
 
     def _error(self, status, body, target):
         return error_from_answer(status, body, "GET " + target)
 
-    def _request(self, target):
+    def _request(self, target, method="GET", data=None, key=None):
         """(status, body bytes, Retry-After seconds or None). Raises Unreachable."""
-        resp, status, body, wait = self._open(target, "application/json")
+        resp, status, body, wait = self._open(target, "application/json", method, data, key)
         if resp is None:
             return status, body, wait
         try:
             with resp:
                 return resp.status, _decoded(resp.read(), resp.headers), None
         except (http.client.HTTPException, OSError) as err:
-            raise Unreachable("GET %s: %s" % (self.url + target, err)) from None
+            raise Unreachable("%s %s: %s" % (method, self.url + target, err)) from None
 
-    def _open(self, target, accept):
+    def _open(self, target, accept, method="GET", data=None, key=None):
         """(response, None, None, None) for a 2xx answer, its body not read yet (the
         caller closes it); (None, status, body bytes, Retry-After seconds or None) for
         any other. Raises Unreachable."""
         headers = {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": "gzip"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if key is not None:
+            headers["Idempotency-Key"] = key
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key
-        req = urllib.request.Request(self.url + target, headers=headers, method="GET")
+        req = urllib.request.Request(self.url + target, data=data, headers=headers,
+                                     method=method)
         try:
             # HTTPError is a URLError, so it must be caught first (below it is).
             try:
@@ -435,7 +501,7 @@ class Client:
                     body = _decoded(err.read(), err.headers)
                 return None, err.code, body, retry_after(err.headers.get("Retry-After"))
         except (urllib.error.URLError, http.client.HTTPException, OSError) as err:
-            raise Unreachable("GET %s: %s" % (self.url + target, err)) from None
+            raise Unreachable("%s %s: %s" % (method, self.url + target, err)) from None
 
 
 def error_from_answer(status, body, what):

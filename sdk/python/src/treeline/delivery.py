@@ -4,8 +4,10 @@ The training loop only appends to a deque under a short lock. One daemon thread 
 run drains it: consecutive span events become POSTs (up to `max_inflight` of them on
 the wire at once, so encoding the next batch overlaps the server's answer to the last),
 metric points another, run updates and flush barriers go in queue order and wait for
-every earlier request. Each batch gets an Idempotency-Key once and keeps it through
-every retry and replay.
+every earlier request. Annotations of spans wait too: each is sent once every event
+queued before it (its span's open among them) has been answered, or spooled ahead of
+it, so the server always has the span an annotation names. Each batch gets an
+Idempotency-Key once and keeps it through every retry and replay.
 
 Queue-full policy (`on_full`): the queue is bounded by estimated bytes
 (`max_queue_bytes`). A full queue only happens when the loop makes spans faster than
@@ -89,6 +91,7 @@ class Sender:
         self.block_timeout = float(block_timeout)
         self.max_inflight = max(1, int(max_inflight))
         self._events_path = "/api/runs/%s/traces/events" % run_id
+        self._annotations_path = "/api/runs/%s/traces/%%s/annotations" % run_id
         self._metrics_path = "/api/runs/%s/metrics" % run_id
         self.counters = dict.fromkeys(COUNTERS, 0)
         self.warning_kinds = collections.Counter()  # server warnings, by kind
@@ -221,6 +224,11 @@ class Sender:
         self.put(("m", points), size)
         return True
 
+    def put_annotation(self, trace_id, body):
+        """Queues a span's annotation (a checked PUT body) behind the span's events.
+        It does not wake the sender: it leaves with the next batch."""
+        self.put(("a", self._annotations_path % trace_id, body), 256)
+
     def put_request(self, method, path, body, what):
         self.put(("r", method, path, body, what), 256)
         self._wake.set()
@@ -285,6 +293,9 @@ class Sender:
                 self._kicked = False
             per_item = self._inflight / len(items) if items else 0
             events, points = [], []
+            # Annotations taken from `rest`: sent after the events before them are
+            # answered; gathered so that they cost one wait per drain, not one each.
+            notes = []
             rest = iter(items)
             held = None  # a run update or barrier taken from `rest`, not yet done
             try:
@@ -296,6 +307,9 @@ class Sender:
                             events = []
                         continue
                     tag = item[0]
+                    if tag == "a":
+                        notes.append(item)
+                        continue
                     if tag == "m":
                         points.extend(item[1])
                         if len(points) >= self.max_batch_items:
@@ -311,6 +325,7 @@ class Sender:
                     self._release(len(points) * per_item)
                     points = []
                     self._wait_workers()
+                    self._send_notes(notes)
                     if tag == "r":
                         held = None
                         _, method, path, body, what = item
@@ -328,28 +343,37 @@ class Sender:
                 self._post_list(self._metrics_path, "points", points)
                 points = []
                 self._wait_workers()
+                self._send_notes(notes)
                 if (self._spooling and not self.refused
                         and time.monotonic() - self._last_probe > self.probe_interval):
                     self._replay()
             except Exception as err:
                 # A fault of the sender itself (the steps above catch their own): what it
                 # still held is spooled in order, not dropped with the exception.
-                self._rescue(err, events, points,
+                self._rescue(err, events, points, notes,
                              rest if held is None else itertools.chain((held,), rest))
             with self._lock:
                 self._inflight = 0
             self._roomy.set()
 
-    def _rescue(self, err, events, points, rest):
+    def _rescue(self, err, events, points, notes, rest):
         self._broken(err)
+        if notes:
+            try:  # events on the wire may still be spooled: the annotations go after them
+                self._wait_workers()
+            except Exception:
+                pass
         for item in rest:
             if type(item) is not tuple:
                 events.append(item)
             elif item[0] == "m":
                 points.extend(item[1])
+            elif item[0] == "a":
+                notes.append(item)
             else:
                 self._keep_list(self._events_path, "events", events)
                 self._keep_list(self._metrics_path, "points", points)
+                self._keep_notes(notes)
                 events, points = [], []
                 if item[0] == "r":
                     _, method, path, body, what = item
@@ -359,6 +383,21 @@ class Sender:
                     item[1].set()
         self._keep_list(self._events_path, "events", events)
         self._keep_list(self._metrics_path, "points", points)
+        self._keep_notes(notes)
+
+    def _send_notes(self, notes):
+        """Sends the annotations gathered so far, in order; the caller has waited for
+        every event before them. One sent is taken off `notes`, so a fault part-way
+        leaves the rest for _rescue to keep."""
+        while notes:
+            _, path, body = notes[0]
+            self._send_obj("PUT", path, body, "span annotation")
+            notes.pop(0)
+
+    def _keep_notes(self, notes):
+        for _, path, body in notes:
+            self._keep_obj("PUT", path, body, "span annotation")
+        del notes[:]
 
     def _release(self, size):
         if size:
@@ -482,9 +521,7 @@ class Sender:
         except (TypeError, ValueError) as err:
             warn_limited("encode", "dropped a %s request with no JSON form: %s", what, err)
             return
-        # PUT is idempotent by itself; every POST carries a key.
-        key = new_key() if method == "POST" else None
-        req = Request(method, path, body, enc, key, what)
+        req = Request(method, path, body, enc, _key_for(method, what), what)
         try:
             status = self._deliver(req)
         except Exception as err:  # a fault of ours: keep the request
@@ -515,8 +552,7 @@ class Sender:
     def _keep_obj(self, method, path, obj, what):
         try:
             body, enc = encode(obj, self.encoding)
-            self._keep(Request(method, path, body, enc, new_key() if method == "POST" else None,
-                               what))
+            self._keep(Request(method, path, body, enc, _key_for(method, what), what))
         except Exception:
             self.counters["sender_dropped"] += 1
 
@@ -624,6 +660,14 @@ class Sender:
                 log.warning("treeline: the server stored %s with a warning: %s (logged "
                             "once per kind; run.counters()['server_warnings'] counts them)",
                             what, message)
+
+
+def _key_for(method, what):
+    """The Idempotency-Key of a run update or annotation, or None. The run's PUT is
+    harmless to repeat (the server ignores the key there); an annotation's PUT carries
+    one, so a retry after a lost answer is the first answer replayed, never a second
+    write over a newer one."""
+    return new_key() if method == "POST" or what == "span annotation" else None
 
 
 def key_advice(status, api_key, where="TREELINE_API_KEY (or api_key=)"):

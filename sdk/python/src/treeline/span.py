@@ -6,6 +6,7 @@ import math
 import threading
 import time
 
+from .annotations import put_body
 from .attrs import MAX_ATTRIBUTES, attribute_items, check_attributes, is_plain, process_note
 from .context import attributes_var, current_span_var, reset, step_var
 from .delivery import warn_limited
@@ -158,7 +159,7 @@ class Span(_Parent, _Bodies):
                  "rank", "thread_id", "capture", "ordinal", "_attrs", "_input", "_input_size",
                  "_output", "_output_size", "_error", "_close_attrs", "_metrics", "_links",
                  "_tokens", "_status", "_state", "_token", "_prev", "_bodies", "_open",
-                 "_nattrs", "_kids", "_cut")
+                 "_nattrs", "_kids", "_cut", "_notes")
 
     def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
                  capture, attributes, inputs, metrics, links, ordinal=0):
@@ -213,6 +214,7 @@ class Span(_Parent, _Bodies):
         self._open = None  # (open event, queue generation) while the open may be patched
         self._bodies = 0
         self._cut = 0  # 1: the input was cut by the preview, 2: the output
+        self._notes = None  # annotations made before the open was queued
         if inputs is not None:
             self._bodies = 1
             if capture == "preview":
@@ -254,13 +256,20 @@ class Span(_Parent, _Bodies):
         except (TypeError, ValueError):
             # The sender drops it and says why; a late input then rides the close.
             run._sender.put(self._open_event(ts), 220)
+            self._queue_notes()
             return self
         if self.capture == "preview":
             item = [text]  # a late input can still be patched into it
             self._open = (item, run._sender.put(item, len(text)))
         else:
             run._sender.put(text, len(text))
+        self._queue_notes()
         return self
+
+    def _queue_notes(self):
+        notes, self._notes = self._notes, None
+        for body in notes or ():
+            self.run._sender.put_annotation(self.trace_id, body)
 
     def _open_event(self, ts):
         ev = {"op": "open", "trace_id": self.trace_id, "span_id": self.span_id,
@@ -482,6 +491,29 @@ class Span(_Parent, _Bodies):
         self._links.append(link)
         return self
 
+    def annotate(self, name, value, comment=None):
+        """Annotates this span: a label, score or verdict (a number, a string or a
+        bool) under `name`, with an optional comment, written by code. A second
+        annotation of the same name replaces the first. It is sent after the span's
+        open has been delivered, so the server always has the span it names. A name,
+        value or comment the server would refuse is dropped with a note (counted in
+        run.counters()["dropped_values"]), never raised: an annotation must not end a
+        training job."""
+        try:
+            body = put_body(name, value, comment, self.span_id)
+        except (ValueError, TypeError) as e:
+            self.run._note("dropped_values", "annotation", "span %r: an annotation was "
+                           "dropped: %s", self.name, e)
+            return self
+        if self._state == 0:
+            # Not opened yet: it follows the open when start() queues it.
+            if self._notes is None:
+                self._notes = []
+            self._notes.append(body)
+        else:
+            self.run._sender.put_annotation(self.trace_id, body)
+        return self
+
     def context(self):
         """A carrier that lets another thread or process add spans under this one."""
         return _carrier(self)
@@ -603,6 +635,9 @@ class NoopSpan(_Parent, _Bodies):
 
     def add_link(self, target, span_id=None):
         return self
+
+    def annotate(self, name, value, comment=None):
+        return self  # nothing is recorded, so nothing is sent
 
     def context(self):
         return {"treeline": 1, "run_id": getattr(self.run, "run_id", None), "sampled": False}

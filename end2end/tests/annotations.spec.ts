@@ -1,0 +1,91 @@
+// Annotations from the inspector, with the keyboard, on the demo's PPO run (the
+// keyless server of scripts/e2e.sh: every annotation there is anyone's).
+import { test, expect, type Page } from "./fixtures";
+import { expectNoA11yViolations } from "./a11y";
+
+const PPO = "demo-ppo-cartpole";
+
+async function lastTrace(page: Page): Promise<{ trace: string; root: string; child: string }> {
+  const list = await (await page.request.get(`/api/runs/${PPO}/traces?limit=1`)).json();
+  const t = list.traces[0];
+  const spans = await (await page.request.get(`/api/runs/${PPO}/traces/${t.trace_id}/spans?parent_span_id=${t.root_span_id}&limit=1`)).json();
+  return { trace: t.trace_id, root: t.root_span_id, child: spans.spans[0].span_id };
+}
+
+async function open(page: Page, trace: string, span: string) {
+  await page.goto(`/traces?run_id=${PPO}&trace_id=${trace}&span_id=${span}`);
+  await expect(page.locator("[data-hydrated]")).toHaveCount(1);
+}
+
+test("a person annotates a trace and a span with the keyboard, and a reload keeps them", async ({ page, consoleErrors }) => {
+  const { trace, root, child } = await lastTrace(page);
+  await open(page, trace, root);
+  const notes = page.getByRole("region", { name: "Annotations of this trace" });
+  const form = page.locator("form.note-form");
+  await expect(notes).toContainText("None on this trace yet.");
+
+  // `a` opens the form with the name focused; Escape cancels and keeps nothing.
+  await page.locator("body").press("a");
+  await expect(form.getByLabel("Name")).toBeFocused();
+  await page.keyboard.type("label");
+  await page.keyboard.press("Escape");
+  await expect(form.getByLabel("Name")).toHaveCount(0);
+  await expect(notes).toContainText("None on this trace yet.");
+
+  // Enter saves: the note is listed at once, as a person's.
+  await page.locator("body").press("a");
+  await page.keyboard.type("label");
+  await page.keyboard.press("Tab");
+  await page.keyboard.type("reward hacking");
+  await page.keyboard.press("Tab");
+  await page.keyboard.type("copies the answer from the prompt");
+  await page.keyboard.press("Enter");
+  await expect(notes.locator(".note-chip")).toHaveText(["label = reward hacking"]);
+  const note = notes.locator(".note").first();
+  await expect(note).toContainText("anyone (this server has no keys) · person");
+  await expect(note).toContainText("copies the answer from the prompt");
+  await expectNoA11yViolations(page);
+
+  // Change fills the form with a note; saved under another name, it is a new one.
+  await page.getByRole("button", { name: "Change" }).click();
+  await expect(form.getByLabel("Name")).toHaveValue("label");
+  await form.getByLabel("Name").fill("score");
+  await form.getByLabel("Value").fill("3");
+  await form.getByLabel("Value").press("Enter");
+  await expect(notes.locator(".note-chip")).toHaveText(["label = reward hacking", "score = 3"]);
+
+  // A child span has its own annotations; the trace's are not among them.
+  await open(page, trace, child);
+  const spanNotes = page.getByRole("region", { name: "Annotations of this span" });
+  await expect(spanNotes).toContainText("None on this span yet.");
+  await page.getByRole("button", { name: /Annotate this span/ }).click();
+  await form.getByLabel("Name").fill("score");
+  await form.getByLabel("Value").fill("high");
+  await form.getByLabel("Value").press("Enter");
+  await expect(spanNotes.getByRole("alert")).toContainText("score is a number");
+  // That refusal is the one error the browser logs (its 400): expected, so not a failure.
+  const refused = consoleErrors.filter((e) => e.includes("status of 400"));
+  expect(refused).toHaveLength(1);
+  consoleErrors.splice(consoleErrors.indexOf(refused[0]), 1);
+  await form.getByLabel("Value").fill("1.5");
+  await form.getByLabel("Value").press("Enter");
+  await expect(spanNotes.locator(".note-chip")).toHaveText(["score = 1.5"]);
+
+  // The link reopens them all, and the API holds exactly these.
+  await open(page, trace, root);
+  await expect(notes.locator(".note")).toHaveCount(2);
+  const stored = await (await page.request.get(`/api/runs/${PPO}/traces/${trace}/annotations`)).json();
+  const seen = stored.annotations.map((a: { span_id: string | null; name: string; value: unknown; source: string }) =>
+    [a.span_id, a.name, a.value, a.source]);
+  expect(seen).toEqual([
+    [null, "label", "reward hacking", "person"],
+    [null, "score", 3, "person"],
+    [child, "score", 1.5, "person"],
+  ]);
+
+  // Remove takes it away, here and in the store.
+  await notes.locator(".note").filter({ hasText: "score = 3" }).getByRole("button", { name: "Remove" }).click();
+  await expect(notes.locator(".note-chip")).toHaveText(["label = reward hacking"]);
+  const left = await (await page.request.get(`/api/runs/${PPO}/traces/${trace}/annotations`)).json();
+  expect(left.annotations.map((a: { name: string }) => a.name)).toEqual(["label", "score"]);
+});
