@@ -88,4 +88,54 @@ test("a person annotates a trace and a span with the keyboard, and a reload keep
   await expect(notes.locator(".note-chip")).toHaveText(["label = reward hacking"]);
   const left = await (await page.request.get(`/api/runs/${PPO}/traces/${trace}/annotations`)).json();
   expect(left.annotations.map((a: { name: string }) => a.name)).toEqual(["label", "score"]);
+
+  // The trace's row in the list carries its annotations (the span's too) as chips, and
+  // the filter builder offers the names: filtering by one lists just this trace.
+  await page.reload();
+  const row = page.locator(".trace-row").filter({ has: page.locator(".note-chip") });
+  await expect(row.locator(".note-chip")).toHaveText(["label = reward hacking", "score = 1.5"]);
+  await page.getByLabel("Filter field").selectOption("note.label");
+  await page.getByLabel("Filter operator").selectOption("=");
+  await page.getByLabel("Filter value").fill("reward hacking");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=note\.label/);
+  await expect(page.locator(".trace-row")).toHaveCount(1);
+  await expect(page.locator(".trace-row .note-chip").first()).toHaveText("label = reward hacking");
+});
+
+test("review mode steps through five traces with j and k, scoring each with a digit", async ({ page }) => {
+  const RUN = "demo-interrupted";
+  const list = await (await page.request.get(`/api/runs/${RUN}/traces?limit=6`)).json();
+  const ids: string[] = list.traces.map((t: { trace_id: string }) => t.trace_id);
+  await page.goto(`/traces?run_id=${RUN}`);
+  await page.getByRole("button", { name: "Review" }).click();
+  await expect(page).toHaveURL(/review=score/);
+  await expect(page.getByRole("note").filter({ hasText: "Reviewing" })).toContainText("a digit sets note.score");
+  await expectNoA11yViolations(page);
+
+  // j selects the first trace; each digit scores the selected one and moves on.
+  await page.locator("body").press("j");
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[0]}`));
+  for (const [i, digit] of ["5", "4", "3", "2", "1"].entries()) {
+    await page.locator("body").press(digit);
+    await expect(page).toHaveURL(new RegExp(`trace_id=${ids[i + 1]}`));
+  }
+  // k goes back one; the scored rows show their chips.
+  await page.locator("body").press("k");
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[4]}`));
+  const rows = page.locator(".trace-row");
+  for (const [i, digit] of ["5", "4", "3", "2", "1"].entries()) {
+    await expect(rows.nth(i).locator(".note-chip")).toHaveText([`score = ${digit}`]);
+  }
+  await expect(rows.nth(5).locator(".note-chip")).toHaveCount(0);
+  // Stored as a person's, on the traces themselves.
+  for (const [i, digit] of [5, 4, 3, 2, 1].entries()) {
+    const got = await (await page.request.get(`/api/runs/${RUN}/traces/${ids[i]}/annotations`)).json();
+    expect(got.annotations.map((a: { span_id: string | null; name: string; value: number; source: string }) =>
+      [a.span_id, a.name, a.value, a.source])).toEqual([[null, "score", digit, "person"]]);
+  }
+  // The review is a link: reloading keeps the mode and the place.
+  await page.reload();
+  await expect(page.getByRole("note").filter({ hasText: "Reviewing" })).toBeVisible();
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[4]}.*review=score`));
 });

@@ -5,14 +5,17 @@
 
 use sqlx::Pool;
 use treeline_wire::annotations::{
-    Annotation, AnnotationList, Author, NoteValue, NoteWrite, Source, MAX_PER_TARGET,
+    Annotation, AnnotationList, Author, NoteChip, NoteValue, NoteWrite, Source, MAX_CHIPS,
+    MAX_PER_TARGET,
 };
-use treeline_wire::Invalid;
+use treeline_wire::filter::{AttributeKey, ValueCount, MAX_ATTRIBUTE_KEYS, TOP_VALUES};
+use treeline_wire::{Invalid, TraceSummary};
 
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::run_writes::select_project;
+use super::statements::push_values;
 use super::{StoreError, StoreResult};
 
 /// The columns an [`Annotation`] is read from.
@@ -255,5 +258,103 @@ impl<DB: Dialect> Reader<DB> {
             .map(annotation)
             .collect::<StoreResult<_>>()?;
         Ok(AnnotationList { annotations })
+    }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    /// Gives each trace of a page its chips: its annotations grouped by name and
+    /// value, the most said first, at most [`MAX_CHIPS`]. One query a page.
+    pub(super) async fn add_chips(&self, traces: &mut [TraceSummary]) -> StoreResult<()> {
+        if traces.is_empty() {
+            return Ok(());
+        }
+        let mut q = Sql::<DB>::new(
+            "SELECT run_id, trace_id, name, kind, number, text, COUNT(*) AS n \
+             FROM annotations WHERE (run_id, trace_id) IN (",
+        );
+        push_values(&mut q, traces.iter(), |t| {
+            [t.run_id.as_str().into(), t.trace_id.as_str().into()]
+        });
+        q.push(") GROUP BY run_id, trace_id, name, kind, number, text");
+        let rows = self.rows(q).await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut chips: std::collections::HashMap<(String, String), Vec<NoteChip>> =
+            std::collections::HashMap::new();
+        for row in &rows {
+            let value = match row.req_text("kind")?.as_str() {
+                "number" => NoteValue::Number(row.req_float("number")?),
+                "boolean" => NoteValue::Bool(row.req_float("number")? != 0.0),
+                _ => NoteValue::Text(row.req_text("text")?),
+            };
+            chips
+                .entry((row.req_text("run_id")?, row.req_text("trace_id")?))
+                .or_default()
+                .push(NoteChip {
+                    name: row.req_text("name")?,
+                    value: value.to_json(),
+                    count: row.req_int("n")?,
+                });
+        }
+        for t in traces.iter_mut() {
+            if let Some(mut mine) = chips.remove(&(t.run_id.clone(), t.trace_id.clone())) {
+                mine.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+                mine.truncate(MAX_CHIPS);
+                t.notes = mine;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    /// The run's annotation names with their type, how many traces hold one, a
+    /// number's range and a string's or boolean's most common values.
+    pub(super) async fn note_keys(&self, run_id: &str) -> StoreResult<Vec<AttributeKey>> {
+        let mut q = Sql::<DB>::new(
+            "SELECT name, kind, COUNT(DISTINCT trace_id) AS traces, MIN(number) AS min, \
+             MAX(number) AS max FROM annotations WHERE run_id = ",
+        );
+        q.bind(run_id).push(format!(
+            " GROUP BY name, kind ORDER BY traces DESC, name LIMIT {MAX_ATTRIBUTE_KEYS}"
+        ));
+        let mut keys = Vec::new();
+        for r in self.rows(q).await? {
+            let kind = r.req_text("kind")?;
+            let number = kind == "number";
+            keys.push(AttributeKey {
+                key: r.req_text("name")?,
+                traces: r.req_int("traces")?,
+                min: if number { r.float("min")? } else { None },
+                max: if number { r.float("max")? } else { None },
+                kind,
+                values: Vec::new(),
+            });
+        }
+        // The common values, as a filter writes them (a boolean as true or false).
+        let mut q = Sql::<DB>::new(
+            "SELECT name, value, traces FROM (SELECT name, value, COUNT(DISTINCT trace_id) AS traces, \
+                    ROW_NUMBER() OVER (PARTITION BY name ORDER BY COUNT(DISTINCT trace_id) DESC, value) AS n \
+               FROM (SELECT name, trace_id, CASE WHEN kind = 'boolean' \
+                            THEN CASE WHEN number = 0 THEN 'false' ELSE 'true' END ELSE text END AS value \
+                       FROM annotations WHERE kind <> 'number' AND run_id = ",
+        );
+        q.bind(run_id).push(format!(
+            ") a GROUP BY name, value) v WHERE n <= {TOP_VALUES} ORDER BY name, traces DESC, value"
+        ));
+        for r in self.rows(q).await? {
+            let name = r.req_text("name")?;
+            if let Some(k) = keys
+                .iter_mut()
+                .find(|k| k.key == name && k.kind != "number")
+            {
+                k.values.push(ValueCount {
+                    value: r.req_text("value")?,
+                    traces: r.req_int("traces")?,
+                });
+            }
+        }
+        Ok(keys)
     }
 }

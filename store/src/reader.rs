@@ -556,7 +556,10 @@ impl<DB: Dialect> Reads for Reader<DB> {
                 });
             }
         }
-        Ok(AttributeKeys { attributes: keys })
+        Ok(AttributeKeys {
+            attributes: keys,
+            notes: self.note_keys(run_id).await?,
+        })
     }
 
     async fn get_trace(&self, run_id: &str, trace_id: &str) -> StoreResult<Option<TraceSummary>> {

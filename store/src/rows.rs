@@ -197,6 +197,7 @@ pub(super) fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
         end_us: t.end_us,
         duration_us,
         updated_us: t.updated_us,
+        notes: Vec::new(),
     })
 }
 

@@ -41,7 +41,7 @@ impl<DB: Dialect> Reader<DB> {
         // (`bench query`: 17 ms p50 became 157 for a two-term search), so there is none.
         // Read beside the page, on another connection: after it, a span filter's first
         // page took both reads' time. A page that holds every match counts itself.
-        let ((traces, next_cursor), count) = match (&query.cursor, &query.run_id) {
+        let ((mut traces, next_cursor), count) = match (&query.cursor, &query.run_id) {
             (None, Some(_)) => {
                 let (page, n) =
                     futures::future::try_join(page, self.count_matching(query, &terms)).await?;
@@ -49,6 +49,7 @@ impl<DB: Dialect> Reader<DB> {
             }
             _ => (page.await?, None),
         };
+        self.add_chips(&mut traces).await?;
         let counted = match &next_cursor {
             _ if query.cursor.is_some() => None,
             None => Some(traces.len() as i64),
@@ -458,6 +459,45 @@ fn push_member_compare<'a, DB: Dialect>(
     }
 }
 
+/// An annotation of the trace or of one of its spans, named `name`, by anyone, that
+/// passes `test`: a lookup in the trace's annotations (its key's first columns).
+fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test) {
+    q.push(
+        "EXISTS (SELECT 1 FROM annotations a WHERE a.run_id = t.run_id \
+         AND a.trace_id = t.trace_id AND a.name = ",
+    )
+    .bind(name);
+    match test {
+        Test::Exists => {}
+        Test::Compare(op, value) => {
+            q.push(" AND ");
+            push_note_compare(q, *op, value);
+        }
+        Test::In { negated, values } => {
+            q.push(" AND ");
+            push_in(q, *negated, values, push_note_compare);
+        }
+    }
+    q.push(")");
+}
+
+/// A test of annotation `a`'s value: of the value's type only (a number against a
+/// string annotation matches nothing, as with attributes).
+fn push_note_compare<'a, DB: Dialect>(q: &mut Sql<'a, DB>, op: Op, value: &'a Value) {
+    let (kind, column) = match value {
+        Value::Number(_) => ("number", "a.number"),
+        Value::Bool(_) => ("boolean", "a.number"),
+        Value::Text(_) => ("string", "a.text"),
+    };
+    q.push(format!("(a.kind = '{kind}' AND {column} {} ", op.symbol()));
+    match value {
+        Value::Number(n) => q.bind(*n),
+        Value::Bool(b) => q.bind(if *b { 1.0 } else { 0.0 }),
+        Value::Text(t) => q.bind(t.as_str()),
+    };
+    q.push(")");
+}
+
 /// A trace total as an expression on `t`.
 pub(super) fn total(t: Total) -> &'static str {
     match t {
@@ -489,6 +529,7 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
             })
         }
         (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
+        (Field::Note(name), test) => push_note(q, name, test),
         // `push_conditions` puts a list's span filters in one condition.
         (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter)),
     }

@@ -214,6 +214,18 @@ pub struct Annotation {
     pub updated_us: i64,
 }
 
+/// Most chips a trace of a list carries, the most said first.
+pub const MAX_CHIPS: usize = 6;
+
+/// Annotations of a trace as its row in a list shows them: one name and value,
+/// with how many annotations (on the trace or its spans, by anyone) say it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NoteChip {
+    pub name: String,
+    pub value: Value,
+    pub count: i64,
+}
+
 /// `GET …/annotations`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AnnotationList {

@@ -13,6 +13,9 @@ pub const MAX_FILTERS: usize = 8;
 pub const ATTR_PREFIX: &str = "attr.";
 /// What a span field starts with: "a trace holding a span such that …".
 pub const SPAN_PREFIX: &str = "span.";
+/// What an annotation field starts with: "a trace with an annotation (on it or on
+/// one of its spans, by anyone) such that …".
+pub const NOTE_PREFIX: &str = "note.";
 
 /// A trace total a filter can test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +65,8 @@ pub enum Field {
     /// A field of any span of the trace; all the span fields of one list must hold
     /// on the same span.
     Span(SpanField),
+    /// An annotation of the trace or of one of its spans, by name, any author.
+    Note(String),
 }
 
 /// What a `span.` filter tests on each span of a trace.
@@ -172,12 +177,16 @@ impl TraceFilter {
             Some("") => return Err(bad("attr. needs an attribute name")),
             Some(attr) => Field::Attr(attr.to_string()),
             None if name.is_empty() => return Err(bad("it starts with no field")),
+            None if name.starts_with(NOTE_PREFIX) => match &name[NOTE_PREFIX.len()..] {
+                "" => return Err(bad("note. needs an annotation name")),
+                note => Field::Note(note.to_string()),
+            },
             None if name.starts_with(SPAN_PREFIX) => {
                 Field::Span(SpanField::parse(&name[SPAN_PREFIX.len()..]).map_err(|e| bad(&e))?)
             }
             None => Field::Total(Total::parse(name).ok_or_else(|| {
                 bad(&format!(
-                    "{name:?} is not a field; use attr.NAME, span.FIELD or one of {}",
+                    "{name:?} is not a field; use attr.NAME, span.FIELD, note.NAME or one of {}",
                     Total::ALL.map(Total::name).join(", ")
                 ))
             })?),
@@ -316,6 +325,7 @@ impl fmt::Display for Field {
         match self {
             Field::Total(t) => f.write_str(t.name()),
             Field::Attr(name) => write!(f, "{ATTR_PREFIX}{name}"),
+            Field::Note(name) => write!(f, "{NOTE_PREFIX}{name}"),
             Field::Span(SpanField::Attr(name)) => write!(f, "{SPAN_PREFIX}{ATTR_PREFIX}{name}"),
             Field::Span(field) => {
                 let name = SpanField::NAMED
@@ -385,6 +395,10 @@ pub struct ValueCount {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct AttributeKeys {
     pub attributes: Vec<AttributeKey>,
+    /// The run's annotation names (for `note.NAME`), in the same shape: `traces`
+    /// counts the traces holding one, on the trace or on a span of it.
+    #[serde(default)]
+    pub notes: Vec<AttributeKey>,
 }
 
 impl AttributeKeys {

@@ -29,6 +29,10 @@ pub struct TraceSummary {
     pub duration_us: Option<i64>,
     pub updated_us: i64,
     pub attributes: Map<String, Value>,
+    /// Its annotations (on it and on its spans) as the trace list shows them; in
+    /// lists only, and absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<crate::annotations::NoteChip>,
 }
 
 /// The root attribute in which an SDK counts the spans of a trace it had to drop

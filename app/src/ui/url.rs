@@ -33,6 +33,9 @@ pub(crate) struct WorkspaceUrl {
     /// The steps listed, inclusive: a heatmap cell's or a changed range's.
     pub min_step: Option<i64>,
     pub max_step: Option<i64>,
+    /// Review mode, on the annotation a digit key writes (`score`): `j`/`k` step
+    /// through the list, so a review can be split between people by link.
+    pub review: Option<String>,
 }
 
 /// Traces per page of the workspace's list.
@@ -71,6 +74,7 @@ impl WorkspaceUrl {
             to: get("to"),
             min_step: get("min_step").and_then(|s| s.parse().ok()),
             max_step: get("max_step").and_then(|s| s.parse().ok()),
+            review: get("review"),
         }
     }
 
@@ -138,6 +142,7 @@ impl WorkspaceUrl {
         pairs.push(("window", self.window.clone()));
         pairs.push(("from", self.from.clone()));
         pairs.push(("to", self.to.clone()));
+        pairs.push(("review", self.review.clone()));
         let more = query_string(&pairs);
         let query = [query, more]
             .into_iter()

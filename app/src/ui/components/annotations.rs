@@ -153,7 +153,7 @@ pub fn Annotations(target: Target) -> impl IntoView {
         }
     };
     let edit = move |a: &Annotation| {
-        let v = shown(&a.value);
+        let v = format::note_value(&a.value);
         fill(
             a.name.clone(),
             v,
@@ -181,7 +181,7 @@ pub fn Annotations(target: Target) -> impl IntoView {
                             {rows.into_iter().map(|a| {
                                 let own = writer && a.author.key_id == mine;
                                 let (n, this) = (a.name.clone(), a.clone());
-                                let text = shown(&a.value);
+                                let text = format::note_value(&a.value);
                                 view! {
                                     <li class="note">
                                         <span class="chip note-chip">{a.name.clone()}" = "<strong>{text}</strong></span>
@@ -242,20 +242,8 @@ pub fn Annotations(target: Target) -> impl IntoView {
     }
 }
 
-/// A value as a person reads and types it: text bare, a whole number without `.0`.
-fn shown(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
 /// Whether a key press is typing into a field, where `a` is a letter, not a command.
-fn typing(e: &ev::KeyboardEvent) -> bool {
+pub(crate) fn typing(e: &ev::KeyboardEvent) -> bool {
     use leptos::wasm_bindgen::JsCast;
     e.target()
         .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
@@ -293,7 +281,7 @@ mod tests {
         assert_eq!(typed("3", Some("string")), json!("3"));
         assert_eq!(typed("true", Some("string")), json!("true"));
         assert_eq!(typed(" 0.5 ", Some("number")), json!(0.5));
-        assert_eq!(shown(&typed("3", None)), "3");
-        assert_eq!(shown(&json!(2.5)), "2.5");
+        assert_eq!(format::note_value(&typed("3", None)), "3");
+        assert_eq!(format::note_value(&json!(2.5)), "2.5");
     }
 }

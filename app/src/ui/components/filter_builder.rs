@@ -3,7 +3,10 @@
 //! attributes pinned as columns. Everything goes through the URL.
 
 use leptos::prelude::*;
-use treeline_wire::filter::{AttributeKey, Total, TraceFilter, MAX_FILTERS, SPAN_PREFIX};
+use treeline_wire::filter::{
+    AttributeKey, AttributeKeys, Total, TraceFilter, ATTR_PREFIX, MAX_FILTERS, NOTE_PREFIX,
+    SPAN_PREFIX,
+};
 
 use crate::ui::api;
 use crate::ui::components::early_input;
@@ -84,11 +87,8 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
         move || run_id.get(),
         |run| async move {
             match run {
-                Some(run) => api::attribute_keys(run)
-                    .await
-                    .map(|k| k.attributes)
-                    .unwrap_or_default(),
-                None => Vec::new(),
+                Some(run) => api::attribute_keys(run).await.unwrap_or_default(),
+                None => AttributeKeys::default(),
             }
         },
     );
@@ -122,9 +122,9 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
             </ul>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    let keys = keys.await;
+                    let AttributeKeys { attributes: keys, notes } = keys.await;
                     view! {
-                        <Builder url go_to keys=keys.clone()/>
+                        <Builder url go_to keys=keys.clone() notes/>
                         <Order url go_to keys=keys.clone()/>
                         <Columns url go_to keys/>
                     }
@@ -140,6 +140,8 @@ fn Builder(
     url: Memo<WorkspaceUrl>,
     go_to: Callback<WorkspaceUrl>,
     keys: Vec<AttributeKey>,
+    /// The run's annotation names, for `note.NAME`.
+    notes: Vec<AttributeKey>,
 ) -> impl IntoView {
     let field = RwSignal::new(Total::Errors.name().to_string());
     let op = RwSignal::new(">".to_string());
@@ -149,10 +151,17 @@ fn Builder(
     early_input::keep(r#"form.builder select[aria-label="Filter operator"]"#, op);
     early_input::keep(r#"form.builder input[aria-label="Filter value"]"#, value);
     let keys = StoredValue::new(keys);
+    let notes = StoredValue::new(notes);
     // What the value box suggests: a number key's range, a string key's values.
     let chosen = move || {
         let f = field.get();
-        keys.with_value(|ks| ks.iter().find(|k| format!("attr.{}", k.key) == f).cloned())
+        let find = |ks: &Vec<AttributeKey>, prefix: &str| {
+            ks.iter()
+                .find(|k| f.strip_prefix(prefix) == Some(k.key.as_str()))
+                .cloned()
+        };
+        keys.with_value(|ks| find(ks, ATTR_PREFIX))
+            .or_else(|| notes.with_value(|ns| find(ns, NOTE_PREFIX)))
     };
     let hint = move || match chosen() {
         None => match field.get().as_str() {
@@ -216,6 +225,16 @@ fn Builder(
                         view! { <option value=name.clone()>{label}</option> }
                     }).collect_view()}
                 </optgroup>
+                {(!notes.with_value(Vec::is_empty)).then(|| view! {
+                    // A trace with such an annotation, on it or on a span, by anyone.
+                    <optgroup label="Annotations">
+                        {notes.get_value().into_iter().map(|k| {
+                            let name = format!("{NOTE_PREFIX}{}", k.key);
+                            let label = format!("{} ({}, {} traces)", k.key, k.kind, k.traces);
+                            view! { <option value=name.clone()>{label}</option> }
+                        }).collect_view()}
+                    </optgroup>
+                })}
                 // A trace that holds such a span; all span filters hold on one span.
                 <optgroup label="Any span">
                     {SPAN_FIELDS.map(|(name, label)| view! {

@@ -217,7 +217,10 @@ mod tests {
             max: None,
             values: Vec::new(),
         };
-        let keys = |ks: Vec<AttributeKey>| AttributeKeys { attributes: ks };
+        let keys = |ks: Vec<AttributeKey>| AttributeKeys {
+            attributes: ks,
+            notes: Vec::new(),
+        };
         assert_eq!(
             preferred_by(&keys(vec![key("prompt_id"), key("group_id")])),
             "attr.group_id"

@@ -373,7 +373,10 @@ mod tests {
 
     #[test]
     fn the_first_value_shown_is_a_reward_or_a_return() {
-        let keys = |ks: Vec<AttributeKey>| AttributeKeys { attributes: ks };
+        let keys = |ks: Vec<AttributeKey>| AttributeKeys {
+            attributes: ks,
+            notes: Vec::new(),
+        };
         assert_eq!(
             preferred_value(&keys(vec![
                 key("seed", "number"),

@@ -6,6 +6,8 @@ use crate::ui::components::status::StatusBadge;
 use crate::ui::distinct;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::{WorkspaceUrl, LIST_PAGE};
+
+mod review;
 use treeline_wire::query::ListQuery;
 use treeline_wire::{dropped_spans, TraceList as List, TraceSummary};
 
@@ -23,6 +25,12 @@ pub fn TraceList(
     view! {
         <div class="pane-head">
             <strong class="grow">"Traces"</strong>
+            {move || url.with(|u| u.review.is_none()).then(|| view! {
+                <button type="button" class="link-button" title="Step through the list with j and k, scoring with digits"
+                    on:click=move |_| go_to.run(WorkspaceUrl { review: Some("score".into()), ..url.get_untracked() })>
+                    "Review"
+                </button>
+            })}
             {move || run_id().map(|run| view! {
                 <button type="button" class="link-button" aria-pressed=move || picking.get().to_string()
                     on:click=move |_| { picking.update(|p| *p = !*p); picked.set(Vec::new()); }>
@@ -37,7 +45,7 @@ pub fn TraceList(
         <Transition fallback=|| view! { <p class="loading">"Loading traces…"</p> }>
             {move || Suspend::new(async move {
                 match list.await {
-                    Ok(first) => view! { <Rows first url/> }.into_any(),
+                    Ok(first) => view! { <Rows first url go_to/> }.into_any(),
                     Err(e) => {
                         let clear = WorkspaceUrl { run_id: url.get_untracked().run_id, ..Default::default() };
                         view! {
@@ -51,6 +59,15 @@ pub fn TraceList(
             })}
         </Transition>
     }
+}
+
+/// What a row's chips say, as part of its key in the list.
+fn chips_key(t: &TraceSummary) -> String {
+    t.notes
+        .iter()
+        .map(|c| format!("{}={}×{}", c.name, c.value, c.count))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The list's picking state, shared with its rows.
@@ -71,9 +88,10 @@ fn matched(n: i64, more: bool) -> String {
 }
 
 #[component]
-fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
+fn Rows(first: List, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl IntoView {
     let count = first.matched.map(|n| matched(n, first.matched_more));
     let traces = RwSignal::new(first.traces);
+    let problem = review::keys(traces, url, go_to);
     // The root attributes these traces differ on, shown while none is pinned.
     let differ = Memo::new(move |_| traces.with(|t| distinct::trace_keys(t, 3)));
     let cursor = RwSignal::new(first.next_cursor);
@@ -118,8 +136,18 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>) -> impl IntoView {
             // A list of links, the selected one marked current: each row is one link, so
             // no focusable control sits inside another (a listbox option may hold none).
             {count.clone().map(|c| view! { <p class="count match-count" role="status">{c}</p> })}
+            {move || url.with(|u| u.review.clone()).map(|name| view! {
+                <p class="review-banner" role="note">
+                    {format!("Reviewing: j and k move through the list, a digit sets note.{name} on the trace and moves on, a annotates.")}
+                    <button type="button" class="link-button" on:click=move |_| {
+                        go_to.run(WorkspaceUrl { review: None, ..url.get_untracked() })
+                    }>"Stop"</button>
+                </p>
+            })}
+            {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
             <ul class="trace-list" aria-label="Traces">
-                <For each=move || traces.get() key=|t| (t.run_id.clone(), t.trace_id.clone(), t.updated_us) let:t>
+                // The chips in the key: review mode redraws a row's after scoring it.
+                <For each=move || traces.get() key=|t| (t.run_id.clone(), t.trace_id.clone(), t.updated_us, chips_key(t)) let:t>
                     <TraceRow t=t.clone() url now differ/>
                 </For>
             </ul>
@@ -224,6 +252,14 @@ fn TraceRow(
                     <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
                     <span title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
                 </div>
+                {(!t.notes.is_empty()).then(|| view! {
+                    <div class="line-notes">
+                        {t.notes.iter().map(|n| {
+                            let times = (n.count > 1).then(|| format!(" ×{}", n.count));
+                            view! { <span class="chip note-chip">{n.name.clone()}" = "<strong>{format::note_value(&n.value)}</strong>{times}</span> }
+                        }).collect_view()}
+                    </div>
+                })}
                 {move || {
                     let pinned = pinned();
                     (!pinned.is_empty()).then(|| view! {

@@ -3,8 +3,9 @@
 
 use crate::common;
 use crate::common::on_both;
-use crate::team::{team, BOOT};
+use crate::team::{cookie_of, team, BOOT, ORIGIN};
 
+use axum::body::Body;
 use axum::http::StatusCode;
 use serde_json::{json, Value};
 
@@ -122,6 +123,40 @@ async fn writers_annotate_as_themselves_and_readers_only_read(t: common::TestSto
     );
 }
 
+/// A signed-in person annotates from this site only, and as a person.
+async fn a_session_annotates_from_this_site_only(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    app.seed("ra", "alpha").await;
+    let cookie = cookie_of(&app.sign_in(BOOT, "/").await);
+    let body = json!({"name": "label", "value": "hack"}).to_string();
+    let put = |origin: &'static str| {
+        let (cookie, body) = (cookie.clone(), body.clone());
+        let app = &app;
+        async move {
+            let headers = [
+                ("cookie", cookie.as_str()),
+                ("content-type", "application/json"),
+                ("origin", origin),
+            ];
+            app.call("PUT", NOTES, &headers, Body::from(body)).await
+        }
+    };
+    let refused = put("http://evil.example").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.body);
+    assert_eq!(refused.code(), "cross_site_request");
+    assert!(names_and_authors(&app.get(NOTES, BOOT).await.json()).is_empty());
+    let made = put(ORIGIN).await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.body);
+    assert_eq!(
+        (
+            made.json()["source"].clone(),
+            made.json()["author"]["name"].clone()
+        ),
+        (json!("person"), json!("server key"))
+    );
+}
+
 on_both!(tokio::test, |t| t;
     writers_annotate_as_themselves_and_readers_only_read,
+    a_session_annotates_from_this_site_only,
 );

@@ -4,8 +4,11 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, write};
 use serde_json::json;
-use treeline_server::store::StoreError;
-use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source, MAX_PER_TARGET};
+use treeline_server::store::{StoreError, StoreResult, TraceQuery};
+use treeline_wire::annotations::{
+    Annotation, Author, NoteValue, NoteWrite, Source, MAX_PER_TARGET,
+};
+use treeline_wire::filter::TraceFilter;
 
 use super::S;
 
@@ -18,11 +21,28 @@ fn note(span: Option<&str>, name: &str, value: NoteValue) -> NoteWrite {
     }
 }
 
-fn author(id: &str) -> Author {
-    Author {
-        key_id: id.into(),
-        name: format!("{id}'s key"),
-    }
+/// `who`'s annotation `n` on trace `trace` of run r1, at time `at`.
+async fn put(
+    s: &S,
+    trace: &str,
+    n: &NoteWrite,
+    who: &str,
+    at: i64,
+) -> StoreResult<(Annotation, bool)> {
+    let author = Author {
+        key_id: who.into(),
+        name: format!("{who}'s key"),
+    };
+    s.annotate("r1", trace, n, &author, Source::Person, at)
+        .await
+}
+
+async fn listed(s: &S, trace: &str, span: Option<&str>) -> Vec<Annotation> {
+    s.reads()
+        .annotations("r1", trace, span)
+        .await
+        .expect("annotations")
+        .annotations
 }
 
 async fn two_traces(s: &S) {
@@ -44,25 +64,15 @@ async fn two_traces(s: &S) {
 
 async fn an_annotation_is_updated_in_place_per_author(s: S) {
     two_traces(&s).await;
-    let ann = |n: NoteWrite, who: &'static str, at: i64| {
-        let s = s.clone();
-        async move {
-            s.annotate("r1", "t1", &n, &author(who), Source::Person, at)
-                .await
-        }
-    };
-    let (first, created) = ann(
-        note(None, "label", NoteValue::Text("hack".into())),
-        "k1",
-        10,
-    )
-    .await
-    .unwrap();
+    let text = |t: &str| NoteValue::Text(t.into());
+    let (first, created) = put(&s, "t1", &note(None, "label", text("hack")), "k1", 10)
+        .await
+        .unwrap();
     assert!(created);
     assert_eq!((first.created_us, first.updated_us), (10, 10));
-    let mut changed = note(None, "label", NoteValue::Text("fine".into()));
+    let mut changed = note(None, "label", text("fine"));
     changed.comment = Some("looked again".into());
-    let (second, created) = ann(changed, "k1", 20).await.unwrap();
+    let (second, created) = put(&s, "t1", &changed, "k1", 20).await.unwrap();
     assert!(
         !created,
         "the same target, name and author is one annotation"
@@ -72,101 +82,83 @@ async fn an_annotation_is_updated_in_place_per_author(s: S) {
         (second.value.clone(), second.comment.as_deref()),
         (json!("fine"), Some("looked again"))
     );
-    ann(
-        note(None, "label", NoteValue::Text("hack".into())),
-        "k2",
-        30,
-    )
-    .await
-    .unwrap();
-    ann(
-        note(Some("tool"), "score", NoteValue::Number(0.25)),
+    put(&s, "t1", &note(None, "label", text("hack")), "k2", 30)
+        .await
+        .unwrap();
+    put(
+        &s,
+        "t1",
+        &note(Some("tool"), "score", NoteValue::Number(0.25)),
         "k1",
         40,
     )
     .await
     .unwrap();
-    ann(note(Some("tool"), "ok", NoteValue::Bool(false)), "k1", 50)
-        .await
-        .unwrap();
+    put(
+        &s,
+        "t1",
+        &note(Some("tool"), "ok", NoteValue::Bool(false)),
+        "k1",
+        50,
+    )
+    .await
+    .unwrap();
 
-    let all = s
-        .reads()
-        .annotations("r1", "t1", None)
+    let got: Vec<_> = listed(&s, "t1", None)
         .await
-        .unwrap()
-        .annotations;
-    let got: Vec<_> = all
-        .iter()
-        .map(|a| {
-            (
-                a.span_id.as_deref(),
-                a.name.as_str(),
-                a.author.key_id.as_str(),
-                a.value.clone(),
-                a.kind.as_str(),
-            )
-        })
+        .into_iter()
+        .map(|a| (a.span_id, a.name, a.author.key_id, a.value, a.kind))
         .collect();
+    let row = |span: Option<&str>, name: &str, who: &str, value, kind: &str| {
+        (
+            span.map(String::from),
+            name.to_string(),
+            who.to_string(),
+            value,
+            kind.to_string(),
+        )
+    };
     assert_eq!(
         got,
         [
-            (None, "label", "k1", json!("fine"), "string"),
-            (None, "label", "k2", json!("hack"), "string"),
-            (Some("tool"), "ok", "k1", json!(false), "boolean"),
-            (Some("tool"), "score", "k1", json!(0.25), "number"),
+            row(None, "label", "k1", json!("fine"), "string"),
+            row(None, "label", "k2", json!("hack"), "string"),
+            row(Some("tool"), "ok", "k1", json!(false), "boolean"),
+            row(Some("tool"), "score", "k1", json!(0.25), "number"),
         ]
     );
-    let tool = s
-        .reads()
-        .annotations("r1", "t1", Some("tool"))
-        .await
-        .unwrap()
-        .annotations;
-    assert_eq!(tool.len(), 2);
-    assert!(s
-        .reads()
-        .annotations("r1", "t2", None)
-        .await
-        .unwrap()
-        .annotations
-        .is_empty());
+    assert_eq!(listed(&s, "t1", Some("tool")).await.len(), 2);
+    assert!(listed(&s, "t2", None).await.is_empty());
 
     assert!(s.unannotate("r1", "t1", None, "label", "k1").await.unwrap());
     assert!(!s.unannotate("r1", "t1", None, "label", "k1").await.unwrap());
-    let left = s
-        .reads()
-        .annotations("r1", "t1", None)
-        .await
-        .unwrap()
-        .annotations;
-    assert_eq!(left.len(), 3, "k2's label and the span's two stay");
+    assert_eq!(
+        listed(&s, "t1", None).await.len(),
+        3,
+        "k2's label and the span's two stay"
+    );
 }
 
 async fn a_name_keeps_its_type_and_targets_must_exist(s: S) {
     two_traces(&s).await;
-    let k = author("k1");
-    s.annotate(
-        "r1",
+    put(
+        &s,
         "t1",
         &note(None, "score", NoteValue::Number(1.0)),
-        &k,
-        Source::Code,
+        "k1",
         1,
     )
     .await
     .unwrap();
-    let e = s
-        .annotate(
-            "r1",
-            "t2",
-            &note(None, "score", NoteValue::Text("high".into())),
-            &k,
-            Source::Code,
-            2,
-        )
-        .await
-        .expect_err("a string where the run's scores are numbers");
+    let e = put(
+        &s,
+        "t2",
+        &note(None, "score", NoteValue::Text("high".into())),
+        "k1",
+        2,
+    )
+    .await
+    .expect_err("a string where the run's scores are numbers");
     let StoreError::Invalid(e) = e else {
         panic!("{e:?}")
     };
@@ -176,126 +168,249 @@ async fn a_name_keeps_its_type_and_targets_must_exist(s: S) {
         e.message
     );
     // The only annotation of a name may change its type: nothing else disagrees.
-    s.annotate(
-        "r1",
+    put(
+        &s,
         "t1",
         &note(None, "score", NoteValue::Bool(true)),
-        &k,
-        Source::Code,
+        "k1",
         3,
     )
     .await
     .unwrap();
 
+    let one = NoteValue::Number(1.0);
     for (trace, span, code) in [
         ("t1", Some("nope"), "span_not_found"),
         ("t9", None, "trace_not_found"),
     ] {
-        match s
-            .annotate(
-                "r1",
-                trace,
-                &note(span, "x", NoteValue::Number(1.0)),
-                &k,
-                Source::Code,
-                4,
-            )
-            .await
-        {
+        match put(&s, trace, &note(span, "x", one.clone()), "k1", 4).await {
             Err(StoreError::NotFound { code: c, .. }) => assert_eq!(c, code),
             other => panic!("{trace} {span:?}: {other:?}"),
         }
     }
+    let author = Author::default();
     assert!(matches!(
         s.annotate(
             "nope",
             "t1",
-            &note(None, "x", NoteValue::Number(1.0)),
-            &k,
+            &note(None, "x", one),
+            &author,
             Source::Code,
             4
         )
         .await,
         Err(StoreError::RunNotFound(_))
     ));
-    assert_eq!(
-        s.reads()
-            .annotations("r1", "t1", None)
-            .await
-            .unwrap()
-            .annotations
-            .len(),
-        1
-    );
-    assert!(s
-        .reads()
-        .annotations("r1", "t9", None)
-        .await
-        .unwrap()
-        .annotations
-        .is_empty());
+    assert_eq!(listed(&s, "t1", None).await.len(), 1);
+    assert!(listed(&s, "t9", None).await.is_empty());
 }
 
 async fn a_full_target_refuses_a_new_name_but_updates_an_old_one(s: S) {
     two_traces(&s).await;
-    let k = author("k1");
+    let on_tool = |name: &str, v: f64| note(Some("tool"), name, NoteValue::Number(v));
     for i in 0..MAX_PER_TARGET {
-        s.annotate(
-            "r1",
-            "t1",
-            &note(Some("tool"), &format!("n{i}"), NoteValue::Number(1.0)),
-            &k,
-            Source::Code,
-            i,
-        )
-        .await
-        .unwrap();
+        put(&s, "t1", &on_tool(&format!("n{i}"), 1.0), "k1", i)
+            .await
+            .unwrap();
     }
-    match s
-        .annotate(
-            "r1",
-            "t1",
-            &note(Some("tool"), "one_more", NoteValue::Number(1.0)),
-            &k,
-            Source::Code,
-            500,
-        )
-        .await
-    {
+    match put(&s, "t1", &on_tool("one_more", 1.0), "k1", 500).await {
         Err(StoreError::Invalid(e)) => assert_eq!(e.code, "too_many_annotations"),
         other => panic!("{other:?}"),
     }
-    s.annotate(
-        "r1",
-        "t1",
-        &note(Some("tool"), "n0", NoteValue::Number(2.0)),
-        &k,
-        Source::Code,
-        501,
-    )
-    .await
-    .expect("an update adds nothing");
+    put(&s, "t1", &on_tool("n0", 2.0), "k1", 501)
+        .await
+        .expect("an update adds nothing");
     // The trace itself is another target.
-    s.annotate(
-        "r1",
+    put(
+        &s,
         "t1",
         &note(None, "one_more", NoteValue::Number(1.0)),
-        &k,
-        Source::Code,
+        "k1",
         502,
     )
     .await
     .unwrap();
-    let all = s
+    assert_eq!(
+        listed(&s, "t1", None).await.len() as i64,
+        MAX_PER_TARGET + 1
+    );
+}
+
+/// The traces of r1 that `filters` keep, by id.
+async fn matching(s: &S, filters: &[&str]) -> Vec<String> {
+    let query = TraceQuery {
+        run_id: Some("r1".into()),
+        limit: 50,
+        filters: filters
+            .iter()
+            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+            .collect(),
+        ..Default::default()
+    };
+    let mut ids: Vec<String> = s
         .reads()
-        .annotations("r1", "t1", None)
+        .list_traces(&query)
         .await
-        .unwrap()
-        .annotations;
-    assert_eq!(all.len() as i64, MAX_PER_TARGET + 1);
+        .expect("list")
+        .traces
+        .into_iter()
+        .map(|t| t.trace_id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+async fn traces_are_found_and_listed_by_their_annotations(s: S) {
+    run(&s, "r1").await;
+    for t in ["t1", "t2", "t3", "t4"] {
+        write(
+            &s,
+            "r1",
+            &[
+                open(t, "root", None, "agent", 0),
+                open(t, "tool", Some("root"), "tool", 1),
+            ],
+        )
+        .await;
+    }
+    let text = |t: &str| NoteValue::Text(t.into());
+    put(&s, "t1", &note(None, "label", text("hack")), "k1", 1)
+        .await
+        .unwrap();
+    put(
+        &s,
+        "t1",
+        &note(Some("tool"), "score", NoteValue::Number(3.0)),
+        "k1",
+        2,
+    )
+    .await
+    .unwrap();
+    put(
+        &s,
+        "t1",
+        &note(Some("tool"), "label", text("hack")),
+        "k2",
+        3,
+    )
+    .await
+    .unwrap();
+    put(&s, "t2", &note(None, "label", text("fine")), "k2", 4)
+        .await
+        .unwrap();
+    put(
+        &s,
+        "t2",
+        &note(Some("tool"), "score", NoteValue::Number(1.0)),
+        "k2",
+        5,
+    )
+    .await
+    .unwrap();
+    put(
+        &s,
+        "t3",
+        &note(None, "verdict", NoteValue::Bool(true)),
+        "k1",
+        6,
+    )
+    .await
+    .unwrap();
+
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["note.label = hack"], &["t1"]),
+        (&["note.label exists"], &["t1", "t2"]),
+        (&["note.score > 2"], &["t1"]),
+        (&["note.score >= 1"], &["t1", "t2"]),
+        (&["note.label != hack"], &["t2"]),
+        (&["note.label in (hack, fine)"], &["t1", "t2"]),
+        (&["note.label not in (hack)"], &["t2"]),
+        (&["note.verdict = true"], &["t3"]),
+        (&["note.verdict = false"], &[]),
+        (&["note.verdict != false"], &["t3"]),
+        // A number against a string annotation matches nothing, as with attributes.
+        (&["note.score = hack"], &[]),
+        (&["note.label = 3"], &[]),
+        (&["note.nobody exists"], &[]),
+        // With other filters: each must hold.
+        (&["note.score exists", "note.label = fine"], &["t2"]),
+        (&["note.label exists", "span_count >= 2"], &["t1", "t2"]),
+    ];
+    for (filters, want) in cases {
+        assert_eq!(matching(&s, filters).await, *want, "{filters:?}");
+    }
+
+    // The list's rows carry chips: by name and value, the most said first.
+    let page = s
+        .reads()
+        .list_traces(&TraceQuery {
+            run_id: Some("r1".into()),
+            limit: 50,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let chips = |id: &str| -> Vec<(String, serde_json::Value, i64)> {
+        page.traces
+            .iter()
+            .find(|t| t.trace_id == id)
+            .map(|t| {
+                t.notes
+                    .iter()
+                    .map(|c| (c.name.clone(), c.value.clone(), c.count))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        chips("t1"),
+        [
+            ("label".into(), json!("hack"), 2),
+            ("score".into(), json!(3.0), 1)
+        ]
+    );
+    assert_eq!(chips("t3"), [("verdict".into(), json!(true), 1)]);
+    assert!(chips("t4").is_empty());
+
+    // The names offered to the filter builder, with types, ranges and values.
+    let keys = s.reads().attribute_keys("r1").await.unwrap().notes;
+    let got: Vec<_> = keys
+        .iter()
+        .map(|k| {
+            let values: Vec<_> = k
+                .values
+                .iter()
+                .map(|v| (v.value.as_str(), v.traces))
+                .collect();
+            (
+                k.key.as_str(),
+                k.kind.as_str(),
+                k.traces,
+                k.min,
+                k.max,
+                values,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "label",
+                "string",
+                2,
+                None,
+                None,
+                vec![("fine", 1), ("hack", 1)]
+            ),
+            ("score", "number", 2, Some(1.0), Some(3.0), vec![]),
+            ("verdict", "boolean", 1, None, None, vec![("true", 1)]),
+        ]
+    );
 }
 
 on_both!(tokio::test, |t| t.store.clone();
+    traces_are_found_and_listed_by_their_annotations,
     an_annotation_is_updated_in_place_per_author,
     a_name_keeps_its_type_and_targets_must_exist,
     a_full_target_refuses_a_new_name_but_updates_an_old_one,

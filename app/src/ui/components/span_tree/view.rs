@@ -55,7 +55,16 @@ fn TreeView(
     let trace = RwSignal::new(seed.trace.clone());
     let axis = time_axis(trace);
     let rows = Memo::new(move |_| tree.with(Tree::rows));
-    let selected = Memo::new(move |_| url.get().span_id);
+    // This tree's selection only: while the next trace's tree loads, its span is not
+    // this trace's (following it here asked the server for a span it does not have).
+    let own = (seed.run_id.clone(), seed.trace.trace_id.clone());
+    let selected = Memo::new(move |_| {
+        url.with(|u| {
+            let here = u.run_id.as_deref() == Some(own.0.as_str())
+                && u.trace_id.as_deref() == Some(own.1.as_str());
+            u.span_id.clone().filter(|_| here)
+        })
+    });
     live::refresh_while_running(tree, trace, selected, refreshed);
     loader.follow(selected);
     let focused = RwSignal::new(selected.get_untracked());
