@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use treeline_client::{Client, ClientError};
-use treeline_wire::{routes, ExportedSpan, RunUpsert};
+use treeline_wire::{routes, ExportedAnnotation, ExportedSpan, RunUpsert, ANNOTATION_FORMAT};
 
 use crate::failure::{Context, Failure, Outcome};
 
@@ -102,7 +102,8 @@ pub async fn export(args: ExportArgs) -> Outcome {
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    let mut progress = Progress::new("exported");
+    // Lines: a span's or, after its trace's spans, an annotation's.
+    let mut progress = Progress::new("exported", "lines");
     let mut lines = 0u64;
     loop {
         let chunk = response
@@ -126,7 +127,15 @@ pub struct ImportSummary {
     pub runs: usize,
     pub skipped_lines: u64,
     pub rejected_events: u64,
+    pub annotations: u64,
     pub problems: Vec<String>,
+}
+
+/// An annotation line waiting for every span to be sent: (line, run, its line).
+struct Note {
+    line: u64,
+    run_id: String,
+    note: ExportedAnnotation,
 }
 
 pub async fn import(args: ImportArgs) -> Outcome {
@@ -147,8 +156,12 @@ pub async fn import(args: ImportArgs) -> Outcome {
         eprintln!("  … and {} more", summary.problems.len() - PROBLEMS_SHOWN);
     }
     eprintln!(
-        "imported {} spans into {} runs; {} lines skipped, {} events rejected",
-        summary.spans, summary.runs, summary.skipped_lines, summary.rejected_events
+        "imported {} spans and {} annotations into {} runs; {} lines skipped, {} events rejected",
+        summary.spans,
+        summary.annotations,
+        summary.runs,
+        summary.skipped_lines,
+        summary.rejected_events
     );
     if summary.problems.is_empty() {
         Ok(())
@@ -176,11 +189,26 @@ pub async fn import_lines(
     let mut created: HashSet<String> = HashSet::new();
     let mut refused: HashSet<String> = HashSet::new();
     let mut pending: Option<Pending> = None;
-    let mut progress = Progress::new("imported");
+    let mut notes: Vec<Note> = Vec::new();
+    let mut progress = Progress::new("imported", "spans");
     for (n, line) in reader.lines().enumerate() {
         let number = n as u64 + 1;
         let line = line.with_context(|| format!("cannot read line {number}"))?;
         if line.trim().is_empty() {
+            continue;
+        }
+        if is_annotation(&line) {
+            match serde_json::from_str::<ExportedAnnotation>(&line) {
+                Ok(note) => notes.push(Note {
+                    line: number,
+                    run_id: run_override.unwrap_or(&note.run_id).to_string(),
+                    note,
+                }),
+                Err(e) => {
+                    summary.skipped_lines += 1;
+                    summary.problems.push(format!("line {number}: {e}"));
+                }
+            }
             continue;
         }
         let span: ExportedSpan = match serde_json::from_str(&line) {
@@ -248,6 +276,31 @@ pub async fn import_lines(
         send(client, batch, &mut summary).await?;
     }
     progress.show(summary.spans, true);
+    // Every span is in: each annotation now finds its target.
+    for n in notes {
+        if refused.contains(&n.run_id) || !created.contains(&n.run_id) {
+            summary.skipped_lines += 1;
+            summary.problems.push(format!(
+                "line {}: annotation {} of run {}, whose spans were not imported",
+                n.line, n.note.annotation.name, n.run_id
+            ));
+            continue;
+        }
+        let path = routes::path(
+            routes::TRACE_ANNOTATIONS,
+            &[&n.run_id, &n.note.annotation.trace_id],
+        );
+        match client.put_json::<Value>(&path, &n.note.put_body()).await {
+            Ok(_) => summary.annotations += 1,
+            Err(ClientError::Api { code, message, .. }) => {
+                summary.skipped_lines += 1;
+                summary
+                    .problems
+                    .push(format!("line {}: {code}: {message}", n.line));
+            }
+            Err(e) => return Err(client_failure(e, "cannot write an annotation")),
+        }
+    }
     summary.runs = created.len();
     Ok(summary)
 }
@@ -268,6 +321,18 @@ async fn send(client: &Client, batch: Pending, summary: &mut ImportSummary) -> O
     Ok(())
 }
 
+/// Whether a line is an annotation's, by its `format` (read without the rest).
+fn is_annotation(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Format {
+        format: Option<String>,
+    }
+    // The text first: a span's line (which may be megabytes) is not read twice.
+    line.contains(ANNOTATION_FORMAT)
+        && serde_json::from_str::<Format>(line)
+            .is_ok_and(|f| f.format.as_deref() == Some(ANNOTATION_FORMAT))
+}
+
 fn client_failure(e: ClientError, what: &str) -> Failure {
     Failure::msg(format!("{what}: {e}"))
 }
@@ -277,27 +342,30 @@ struct Progress {
     verb: &'static str,
     started: Instant,
     last: Instant,
+    what: &'static str,
 }
 
 impl Progress {
-    fn new(verb: &'static str) -> Self {
+    fn new(verb: &'static str, what: &'static str) -> Self {
         let now = Instant::now();
         Progress {
             verb,
+            what,
             started: now,
             last: now,
         }
     }
 
-    fn show(&mut self, spans: u64, done: bool) {
+    fn show(&mut self, count: u64, done: bool) {
         if !done && self.last.elapsed() < Duration::from_secs(1) {
             return;
         }
         self.last = Instant::now();
         let secs = self.started.elapsed().as_secs_f64();
         eprintln!(
-            "{} {spans} spans in {secs:.1} s{}",
+            "{} {count} {} in {secs:.1} s{}",
             self.verb,
+            self.what,
             if done { "" } else { " …" }
         );
     }

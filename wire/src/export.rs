@@ -5,10 +5,47 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use super::annotations::Annotation;
 use super::{SpanDetail, SpanKind, SpanLink, SpanStatus};
 
-/// The `format` every line carries.
+/// The `format` every span line carries.
 pub const EXPORT_FORMAT: &str = "treeline.span.v1";
+/// The `format` of an annotation line, which follows its trace's spans.
+pub const ANNOTATION_FORMAT: &str = "treeline.annotation.v1";
+
+/// One exported annotation: the annotation as listed, with its run and project.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExportedAnnotation {
+    pub format: String,
+    pub run_id: String,
+    pub project: String,
+    #[serde(flatten)]
+    pub annotation: Annotation,
+}
+
+impl ExportedAnnotation {
+    pub fn new(annotation: Annotation, run_id: &str, project: &str) -> Self {
+        ExportedAnnotation {
+            format: ANNOTATION_FORMAT.to_string(),
+            run_id: run_id.to_string(),
+            project: project.to_string(),
+            annotation,
+        }
+    }
+
+    /// The `PUT …/annotations` body that writes it again. The importing key is its
+    /// author there; its source, value and comment are kept.
+    pub fn put_body(&self) -> Value {
+        let a = &self.annotation;
+        json!({
+            "span_id": a.span_id,
+            "name": a.name,
+            "value": a.value,
+            "comment": a.comment,
+            "source": a.source,
+        })
+    }
+}
 
 /// One exported span: where it lives, what it is, and its bodies.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -382,3 +382,29 @@ def test_annotation_authors_and_read_keys(server_factory, tmp_path):
     assert info.value.status == 403
     with pytest.raises(tl.AuthError):
         reading.delete_annotation(run.run_id, root.trace_id, "score")
+
+
+@pytest.mark.server
+def test_annotations_travel_with_an_export_into_another_server(server, server_factory, tmp_path):
+    run = _run(server, tmp_path)
+    with run.trace("episode", kind="rollout") as root:
+        with root.span("policy", kind="model") as policy:
+            pass
+    assert run.finish() is True
+    source = tl.Client(server.url)
+    rid, tid = run.run_id, root.trace_id
+    source.annotate(rid, tid, name="label", value="reward hacking", comment="copies the prompt")
+    source.annotate(rid, tid, policy.span_id, name="score", value=2)
+    lines = list(source.export(rid))
+    assert [line["format"] for line in lines] == \
+        ["treeline.span.v1"] * 2 + ["treeline.annotation.v1"] * 2
+
+    other = server_factory(data_dir=str(tmp_path / "other")).start()
+    result = tl.import_spans(iter(lines), url=other.url)
+    assert result.ok, result.problems
+    assert (result.spans, result.notes) == (2, 2)
+    copied = tl.Client(other.url).annotations(rid, tid)
+    assert [(n["span_id"], n["name"], n["value"], n["comment"]) for n in copied] == [
+        (None, "label", "reward hacking", "copies the prompt"),
+        (policy.span_id, "score", 2, None),
+    ]

@@ -133,6 +133,16 @@ impl Client {
             .await
     }
 
+    /// PUTs a JSON body under a new Idempotency-Key, with the same retries.
+    pub async fn put_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<T, ClientError> {
+        self.send(reqwest::Method::PUT, path, body, Some(new_key()))
+            .await
+    }
+
     /// GETs an API path and decodes the answer.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
         self.send(reqwest::Method::GET, path, &(), None).await

@@ -10,7 +10,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 use treeline_wire::query::{ListQuery, QueryParams};
-use treeline_wire::ExportedSpan;
+use treeline_wire::{ExportedAnnotation, ExportedSpan};
 
 use super::auth::Principal;
 use super::error::ApiResult;
@@ -105,7 +105,8 @@ async fn write_lines(
     }
 }
 
-/// One trace's spans, a page per chunk. `false` when the reader has gone.
+/// One trace's spans, a page per chunk, then its annotations. `false` when the
+/// reader has gone.
 async fn write_trace(
     store: &dyn Store,
     run_id: &str,
@@ -125,6 +126,16 @@ async fn write_trace(
             // A span read back from the store always serialises.
             if serde_json::to_writer(&mut chunk, &line).is_ok() {
                 chunk.push(b'\n');
+            }
+        }
+        if next.is_none() {
+            // After the spans, so an import writes each annotation after its target.
+            let notes = store.reads().annotations(run_id, trace_id, None).await?;
+            for a in notes.annotations {
+                let line = ExportedAnnotation::new(a, run_id, project);
+                if serde_json::to_writer(&mut chunk, &line).is_ok() {
+                    chunk.push(b'\n');
+                }
             }
         }
         if tx.send(Ok(Bytes::from(chunk))).await.is_err() {

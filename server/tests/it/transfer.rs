@@ -81,6 +81,12 @@ async fn try_export(
     .await
 }
 
+/// The span lines and the annotation lines of an export.
+fn split(all: Vec<Value>) -> (Vec<Value>, Vec<Value>) {
+    all.into_iter()
+        .partition(|l| l["format"] == "treeline.span.v1")
+}
+
 fn lines(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).expect("the export");
     let mut lines: Vec<Value> = text
@@ -98,11 +104,55 @@ async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStor
         .await
         .expect("b");
 
+    // Annotations travel too: on the trace and on a span of it.
+    let source_client = Client::new(&from);
+    for body in [
+        json!({"name": "label", "value": "clean", "comment": "checked", "source": "person"}),
+        json!({"span_id": "first", "name": "score", "value": 4}),
+    ] {
+        let _: Value = source_client
+            .put_json("/api/runs/r1/traces/t-ok/annotations", &body)
+            .await
+            .expect("annotate");
+    }
+
     let dir = tempfile::tempdir().expect("tmp");
     let first = dir.path().join("first.jsonl");
     export_to(&from, "r1", &first, None, &[]).await;
-    let exported = lines(&first);
+    let (exported, notes) = split(lines(&first));
     assert_eq!(exported.len(), 6, "every opened span, one a line");
+    // Sorted by `lines`: the span's before the trace's own.
+    let listed: Vec<_> = notes
+        .iter()
+        .map(|n| {
+            (
+                n["trace_id"].clone(),
+                n["span_id"].clone(),
+                n["name"].clone(),
+                n["value"].clone(),
+                n["source"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (
+                json!("t-ok"),
+                json!("first"),
+                json!("score"),
+                json!(4.0),
+                json!("code")
+            ),
+            (
+                json!("t-ok"),
+                json!(null),
+                json!("label"),
+                json!("clean"),
+                json!("person")
+            ),
+        ]
+    );
     let root = &exported[4];
     assert_eq!(
         (root["trace_id"].as_str(), root["span_id"].as_str()),
@@ -118,12 +168,29 @@ async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStor
     let summary = transfer::import_lines(&Client::new(&to), BufReader::new(file), None)
         .await
         .expect("import");
-    assert_eq!((summary.spans, summary.runs), (6, 1));
+    assert_eq!(
+        (summary.spans, summary.annotations, summary.runs),
+        (6, 2, 1)
+    );
     assert!(summary.problems.is_empty(), "{:?}", summary.problems);
 
     let second = dir.path().join("second.jsonl");
     export_to(&to, "r1", &second, None, &[]).await;
-    assert_eq!(lines(&second), exported, "the same spans come back");
+    let (again, notes_again) = split(lines(&second));
+    assert_eq!(again, exported, "the same spans come back");
+    // The same annotations, written anew (their times are the import's).
+    let without_times = |ns: &[Value]| -> Vec<Value> {
+        ns.iter()
+            .map(|n| {
+                let mut n = n.clone();
+                for k in ["created_us", "updated_us"] {
+                    n.as_object_mut().map(|o| o.remove(k));
+                }
+                n
+            })
+            .collect()
+    };
+    assert_eq!(without_times(&notes_again), without_times(&notes));
 
     // The client's sibling order survives the trip.
     let target_client = Client::new(&to);
@@ -137,7 +204,12 @@ async fn a_run_exported_and_imported_elsewhere_exports_the_same(source: TestStor
     // One trace, and the traces with a failure beneath.
     let one = dir.path().join("one.jsonl");
     export_to(&from, "r1", &one, Some("t-ok"), &[]).await;
-    assert_eq!(lines(&one).len(), 3);
+    let (spans, notes) = split(lines(&one));
+    assert_eq!(
+        (spans.len(), notes.len()),
+        (3, 2),
+        "its spans, then its annotations"
+    );
     let failed = dir.path().join("failed.jsonl");
     export_to(&from, "r1", &failed, None, &["error_count > 0"]).await;
     let failed = lines(&failed);

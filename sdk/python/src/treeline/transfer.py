@@ -25,6 +25,8 @@ from .config import resolve
 from .transport import Transport, Unreachable, _dumps, compress, pick_encoding
 
 FORMAT = "treeline.span.v1"
+# An annotation's line, after its trace's spans; written once every span is in.
+NOTE_FORMAT = "treeline.annotation.v1"
 # Fields a line must hold (not null) to be imported.
 REQUIRED = ("run_id", "project", "trace_id", "span_id", "name", "kind", "start_us")
 MAX_BATCH_EVENTS = 1000
@@ -57,11 +59,13 @@ class ImportResult:
     rejected  events the server rejected (each one is also a problem)
     warnings  events the server stored with a warning, or ignored because it had them
               already (a repeated import); `warning_examples` holds the first 20
+    notes     annotations written (their author is the importing key)
     runs      the run ids written to, in the order they were first seen
     problems  a Problem(line, message) per skipped line and per rejected event"""
 
     def __init__(self):
         self.spans = 0
+        self.notes = 0
         self.lines = 0
         self.skipped = 0
         self.rejected = 0
@@ -76,7 +80,7 @@ class ImportResult:
         return not self.problems
 
     def as_dict(self):
-        return {"spans": self.spans, "lines": self.lines, "skipped": self.skipped,
+        return {"spans": self.spans, "notes": self.notes, "lines": self.lines, "skipped": self.skipped,
                 "rejected": self.rejected, "warnings": self.warnings,
                 "runs": list(self.runs),
                 "problems": [{"line": p.line, "message": p.message} for p in self.problems]}
@@ -85,8 +89,9 @@ class ImportResult:
         """One line: "imported 12 spans into run r1; 1 line skipped, 0 events rejected,
         0 warnings"."""
         runs = ", ".join(self.runs) or "no run"
-        return "imported %d span%s into run%s %s; %d line%s skipped, %d event%s rejected, " \
-               "%d warning%s" % (self.spans, _s(self.spans), _s(len(self.runs)), runs,
+        notes = " and %d annotation%s" % (self.notes, _s(self.notes)) if self.notes else ""
+        return "imported %d span%s%s into run%s %s; %d line%s skipped, %d event%s rejected, " \
+               "%d warning%s" % (self.spans, _s(self.spans), notes, _s(len(self.runs)), runs,
                                  self.skipped, _s(self.skipped), self.rejected,
                                  _s(self.rejected), self.warnings, _s(self.warnings))
 
@@ -174,6 +179,8 @@ class _Importer:
         self.refused = {}
         # run id -> [events (JSON bytes), (line, op) per event, JSON size]
         self.batches = {}
+        # (line, run id, annotation line), written after every span
+        self.notes = []
 
     # -- lines ------------------------------------------------------------------------
 
@@ -183,6 +190,8 @@ class _Importer:
         if not isinstance(record, dict):
             return self.skip(number, record)
         fmt = record.get("format")
+        if fmt == NOTE_FORMAT:
+            return self.note(number, record)
         if fmt is not None and fmt != FORMAT:
             return self.skip(number, "format %r is not %s" % (fmt, FORMAT))
         missing = [f for f in REQUIRED if record.get(f) is None]
@@ -221,6 +230,14 @@ class _Importer:
             batch[1].append((number, "close"))
         batch[2] += size
 
+    def note(self, number, record):
+        """Keeps an annotation line for `finish`, when its target is on the server."""
+        missing = [f for f in ("run_id", "trace_id", "name") if not isinstance(record.get(f), str)]
+        if missing or "value" not in record:
+            return self.skip(number, "annotation: %s missing" % ", ".join(missing or ["value"]))
+        run = self.run_id or record["run_id"]
+        self.notes.append((number, run, record))
+
     def skip(self, number, message):
         self.result.skipped += 1
         self.result.problems.append(Problem(number, message + "; skipped"))
@@ -230,6 +247,22 @@ class _Importer:
             if events:
                 self.send(run, events, meta)
         self.batches.clear()
+        for number, run, record in self.notes:
+            if run not in self.created:
+                self.skip(number, "annotation of run %s, whose spans were not imported" % run)
+                continue
+            body = {k: record.get(k) for k in ("span_id", "name", "value", "comment", "source")}
+            path = "/api/runs/%s/traces/%s/annotations" % (run, record["trace_id"])
+            status, payload = self.request("PUT", path, _dumps(body).encode(), None, new_key())
+            if 200 <= status < 300:
+                self.result.notes += 1
+            elif status in (400, 404):
+                err = payload.get("error") if isinstance(payload, dict) else None
+                err = err if isinstance(err, dict) else {}
+                self.skip(number, "annotation refused: %s: %s" % (err.get("code"), err.get("message")))
+            else:
+                raise _refused(status, payload, "PUT " + path)
+        self.notes = []
 
     # -- requests ---------------------------------------------------------------------
 
