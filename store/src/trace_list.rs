@@ -1,7 +1,8 @@
 //! The trace list: conditions on `traces t`, and the orders it pages through. A
 //! sort by a numeric root attribute walks `trace_numbers`' index (the traces that
 //! have the number), then the traces that lack it, by last update, which come last
-//! either way.
+//! either way. A sort by an annotation does the same over the traces' greatest
+//! number of that name.
 
 use treeline_wire::filter::{Field, Op, SpanField, Test, Total, TraceFilter, Value};
 use treeline_wire::{SpanStatus, TraceList, TraceSummary, MATCH_COUNT_LIMIT};
@@ -32,7 +33,8 @@ impl<DB: Dialect> Reader<DB> {
         };
         let page = async {
             match &query.sort {
-                TraceSort::Attr(key) => self.by_attribute(query, &terms, key).await,
+                TraceSort::Attr(key) => self.by_number(query, &terms, Ranked::Attr(key)).await,
+                TraceSort::Note(name) => self.by_number(query, &terms, Ranked::Note(name)).await,
                 _ => self.by_column(query, &terms).await,
             }
         };
@@ -89,7 +91,7 @@ impl<DB: Dialect> Reader<DB> {
             TraceSort::Spans => "t.span_count",
             TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
             TraceSort::Errors => "t.error_count",
-            TraceSort::Updated | TraceSort::Attr(_) => "t.updated_us",
+            TraceSort::Updated | TraceSort::Attr(_) | TraceSort::Note(_) => "t.updated_us",
         };
         let mut q = Sql::new(format!(
             "SELECT {TRACE_COLUMNS}, r.name AS run_name, {sort} AS sort_value FROM "
@@ -122,14 +124,14 @@ impl<DB: Dialect> Reader<DB> {
         Ok((items.into_iter().map(|(_, t)| t).collect(), next))
     }
 
-    /// Sorts by the numeric root attribute `key`: first the traces that have it, by
-    /// value along the index, then those that lack it. A page may span both parts;
-    /// a cursor whose value is the missing-value mark continues in the second.
-    async fn by_attribute(
+    /// Sorts by a number: first the traces that have it, by value, then those that
+    /// lack it. A page may span both parts; a cursor whose value is the
+    /// missing-value mark continues in the second.
+    async fn by_number(
         &self,
         query: &TraceQuery,
         terms: &[Term<'_>],
-        key: &str,
+        key: Ranked<'_>,
     ) -> StoreResult<(Vec<TraceSummary>, Option<String>)> {
         let missing = missing_value(query.ascending);
         let in_tail = query
@@ -158,40 +160,46 @@ impl<DB: Dialect> Reader<DB> {
         Ok((summaries(items), next))
     }
 
-    /// The traces whose root attribute `key` is a number, in its order. A range
-    /// filter on the same attribute bounds the index walk.
+    /// The traces that have the number, in its order.
     async fn with_number(
         &self,
         query: &TraceQuery,
         terms: &[Term<'_>],
-        key: &str,
+        key: Ranked<'_>,
     ) -> StoreResult<(Vec<(f64, TraceSummary)>, Option<String>)> {
-        // CROSS JOIN: SQLite then walks the number index in order and stops at the
-        // page, where it would read the window's traces and sort them (17 s on the
-        // benchmark's million traces). PostgreSQL plans it as an inner join.
         let mut q = Sql::new(format!(
             "SELECT {TRACE_COLUMNS}, r.name AS run_name, n.value AS sort_value FROM "
         ));
         push_driver(&mut q, terms);
+        match key {
+            Ranked::Attr(_) => {
+                q.push("trace_numbers n");
+            }
+            Ranked::Note(name) => push_note_numbers(&mut q, query, name),
+        }
+        // CROSS JOIN: SQLite then walks the numbers in order and stops at the page,
+        // where it would read the window's traces and sort them (17 s on the
+        // benchmark's million traces). PostgreSQL plans it as an inner join.
         q.push(
-            "trace_numbers n CROSS JOIN traces t CROSS JOIN runs r \
-             WHERE t.run_id = n.run_id AND t.trace_id = n.trace_id AND r.run_id = t.run_id \
-             AND n.key = ",
+            " CROSS JOIN traces t CROSS JOIN runs r \
+             WHERE t.run_id = n.run_id AND t.trace_id = n.trace_id AND r.run_id = t.run_id",
         );
-        q.bind(key.to_string());
         push_driver_join(&mut q, terms, "n");
-        if let Some(run_id) = &query.run_id {
-            q.push(" AND n.run_id = ").bind(run_id);
-        }
-        if let Some(project) = &query.project {
-            q.push(" AND n.project = ").bind(project);
-        }
-        for filter in &query.filters {
-            if let (Field::Attr(k), Test::Compare(op, Value::Number(n))) =
-                (&filter.field, &filter.test)
-            {
-                if k == key && *op != Op::Ne {
-                    q.push(format!(" AND n.value {} ", op.symbol())).bind(*n);
+        if let Ranked::Attr(key) = key {
+            q.push(" AND n.key = ").bind(key.to_string());
+            if let Some(run_id) = &query.run_id {
+                q.push(" AND n.run_id = ").bind(run_id);
+            }
+            if let Some(project) = &query.project {
+                q.push(" AND n.project = ").bind(project);
+            }
+            for filter in &query.filters {
+                if let (Field::Attr(k), Test::Compare(op, Value::Number(n))) =
+                    (&filter.field, &filter.test)
+                {
+                    if k == key && *op != Op::Ne {
+                        q.push(format!(" AND n.value {} ", op.symbol())).bind(*n);
+                    }
                 }
             }
         }
@@ -213,13 +221,13 @@ impl<DB: Dialect> Reader<DB> {
         .await
     }
 
-    /// The traces that lack a number for `key`, by last update, each with the
+    /// The traces that lack the number, by last update, each with the
     /// missing-value mark as its sort value.
     async fn without_number(
         &self,
         query: &TraceQuery,
         terms: &[Term<'_>],
-        key: &str,
+        key: Ranked<'_>,
         cursor: Option<&Cursor>,
         limit: usize,
     ) -> StoreResult<(Vec<(f64, TraceSummary)>, Option<String>)> {
@@ -229,12 +237,22 @@ impl<DB: Dialect> Reader<DB> {
         // every trace of the project).
         let mut q = Sql::new(format!("SELECT {TRACE_COLUMNS}, r.name AS run_name FROM "));
         push_driver(&mut q, terms);
-        q.push(
-            "traces t JOIN runs r ON r.run_id = t.run_id \
-             WHERE NOT EXISTS (SELECT 1 FROM trace_numbers n WHERE n.run_id = t.run_id \
-             AND n.trace_id = t.trace_id AND n.key = ",
-        );
-        q.bind(key.to_string()).push(")");
+        q.push("traces t JOIN runs r ON r.run_id = t.run_id WHERE NOT EXISTS (");
+        match key {
+            Ranked::Attr(key) => q
+                .push(
+                    "SELECT 1 FROM trace_numbers n WHERE n.run_id = t.run_id \
+                     AND n.trace_id = t.trace_id AND n.key = ",
+                )
+                .bind(key.to_string()),
+            Ranked::Note(name) => q
+                .push(
+                    "SELECT 1 FROM annotations a WHERE a.run_id = t.run_id \
+                     AND a.trace_id = t.trace_id AND a.kind <> 'string' AND a.name = ",
+                )
+                .bind(name.to_string()),
+        };
+        q.push(")");
         push_conditions(&mut q, query, terms);
         let order = Keyset {
             columns: &["t.updated_us", "t.run_id", "t.trace_id"],
@@ -246,6 +264,33 @@ impl<DB: Dialect> Reader<DB> {
         self.page(q, order, (cursor, limit), read, |(v, t)| attr_cursor(*v, t))
             .await
     }
+}
+
+/// What a numeric sort ranks traces by.
+#[derive(Clone, Copy)]
+enum Ranked<'a> {
+    /// A numeric root attribute, one a trace.
+    Attr(&'a str),
+    /// A number or boolean annotation: a trace's greatest, on it or its spans.
+    Note(&'a str),
+}
+
+/// `n`: a run's or a project's traces with their greatest number or boolean
+/// annotation `name`, on the trace or its spans, whoever made it. A trace's
+/// annotations are few, so grouping them costs what reading them does.
+fn push_note_numbers<DB: Dialect>(q: &mut Sql<'_, DB>, query: &TraceQuery, name: &str) {
+    q.push(
+        "(SELECT a.run_id, a.trace_id, MAX(a.number) AS value FROM annotations a \
+         WHERE a.kind <> 'string' AND a.name = ",
+    )
+    .bind(name.to_string());
+    if let Some(run_id) = &query.run_id {
+        q.push(" AND a.run_id = ").bind(run_id.clone());
+    }
+    if let Some(project) = &query.project {
+        q.push(" AND a.project = ").bind(project.clone());
+    }
+    q.push(" GROUP BY a.run_id, a.trace_id) n");
 }
 
 /// An attribute sort's cursor: the number (or the tail's mark) and, for the tail's

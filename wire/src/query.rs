@@ -4,7 +4,7 @@
 //! are ignored, the last of a repeated name wins, `filter` repeats, and names the
 //! list does not take are left for the endpoint (an export's `step`).
 
-use crate::filter::{TraceFilter, ATTR_PREFIX, MAX_FILTERS};
+use crate::filter::{TraceFilter, ATTR_PREFIX, MAX_FILTERS, NOTE_PREFIX};
 use crate::limits::{MAX_SEARCH_TERMS, TRACES_PAGE_MAX};
 use crate::{check_id, Invalid, SpanKind, SpanStatus};
 
@@ -19,6 +19,9 @@ pub enum TraceSort {
     Errors,
     /// A numeric root attribute; traces without it come last in either order.
     Attr(String),
+    /// A number or boolean annotation, on the trace or a span of it (the greatest of
+    /// a trace's, whoever made them); traces without one come last in either order.
+    Note(String),
 }
 
 impl TraceSort {
@@ -30,16 +33,23 @@ impl TraceSort {
             "spans" => TraceSort::Spans,
             "tokens" => TraceSort::Tokens,
             "errors" => TraceSort::Errors,
-            other => match other.strip_prefix(ATTR_PREFIX) {
-                Some(key) if !key.is_empty() && !key.contains('"') => {
+            other => match (
+                other.strip_prefix(ATTR_PREFIX),
+                other.strip_prefix(NOTE_PREFIX),
+            ) {
+                (Some(key), _) if !key.is_empty() && !key.contains('"') => {
                     TraceSort::Attr(key.to_string())
+                }
+                (_, Some(name)) if crate::annotations::check_name(name).is_ok() => {
+                    TraceSort::Note(name.to_string())
                 }
                 _ => {
                     return Err(Invalid::new(
                         "invalid_parameter",
                         format!(
                             "sort {other:?} is not valid; valid values are: updated, duration, \
-                             spans, tokens, errors, or attr.NAME for a numeric root attribute"
+                             spans, tokens, errors, attr.NAME for a numeric root attribute, \
+                             or note.NAME for a number or boolean annotation"
                         ),
                     ))
                 }
@@ -56,6 +66,7 @@ impl TraceSort {
             TraceSort::Tokens => "tokens".into(),
             TraceSort::Errors => "errors".into(),
             TraceSort::Attr(key) => format!("{ATTR_PREFIX}{key}"),
+            TraceSort::Note(name) => format!("{NOTE_PREFIX}{name}"),
         }
     }
 }
@@ -334,7 +345,14 @@ mod tests {
     fn every_parameter_reads_back_as_written() {
         let query = every_parameter();
         assert_eq!(ListQuery::parse(&query.to_query()), Ok(query));
-        for sort in ["updated", "duration", "spans", "tokens", "errors"] {
+        for sort in [
+            "updated",
+            "duration",
+            "spans",
+            "tokens",
+            "errors",
+            "note.score",
+        ] {
             let q = ListQuery {
                 sort: TraceSort::parse(sort).unwrap(),
                 ..ListQuery::default()
@@ -372,6 +390,8 @@ mod tests {
             ("q=a b c d e f g h i", "q has 9 terms; at most 8"),
             ("filter=reward", "filter \"reward\""),
             ("sort=size", "sort \"size\" is not valid"),
+            ("sort=note.", "sort \"note.\" is not valid"),
+            ("sort=note.a%3Db", "sort \"note.a=b\" is not valid"),
             ("order=up", "order \"up\" is not valid"),
             ("since_us=today", "since_us must be an integer"),
             ("until_us=1.5", "until_us must be an integer"),

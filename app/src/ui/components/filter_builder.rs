@@ -124,8 +124,8 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
                 {move || Suspend::new(async move {
                     let AttributeKeys { attributes: keys, notes } = keys.await;
                     view! {
-                        <Builder url go_to keys=keys.clone() notes/>
-                        <Order url go_to keys=keys.clone()/>
+                        <Builder url go_to keys=keys.clone() notes=notes.clone()/>
+                        <Order url go_to keys=keys.clone() notes/>
                         <Columns url go_to keys/>
                     }
                 })}
@@ -261,18 +261,26 @@ fn Builder(
     }
 }
 
-/// The list's order: a total or a numeric root attribute, either way.
+/// The list's order: a total, a numeric root attribute or a number or boolean
+/// annotation, either way.
 #[component]
 fn Order(
     url: Memo<WorkspaceUrl>,
     go_to: Callback<WorkspaceUrl>,
     keys: Vec<AttributeKey>,
+    notes: Vec<AttributeKey>,
 ) -> impl IntoView {
-    let numeric: Vec<String> = keys
+    let numeric = keys
         .into_iter()
         .filter(|k| k.kind == "number")
-        .map(|k| k.key)
-        .collect();
+        .map(|k| (format!("attr.{}", k.key), k.key));
+    let scores = notes.into_iter().filter(|k| k.kind != "string").map(|k| {
+        (
+            format!("{NOTE_PREFIX}{}", k.key),
+            format!("{NOTE_PREFIX}{}", k.key),
+        )
+    });
+    let ranked: Vec<(String, String)> = numeric.chain(scores).collect();
     let sort = move || url.get().sort.unwrap_or_else(|| "updated".into());
     let set_sort = move |ev: leptos::ev::Event| {
         let v = event_target_value(&ev);
@@ -293,10 +301,9 @@ fn Order(
                 {SORTS.map(|(value, label)| view! {
                     <option value=value selected=move || sort() == value>{label}</option>
                 }).collect_view()}
-                {numeric.into_iter().map(|key| {
-                    let value = format!("attr.{key}");
+                {ranked.into_iter().map(|(value, label)| {
                     let v = value.clone();
-                    view! { <option value=value selected=move || sort() == v>{key}</option> }
+                    view! { <option value=value selected=move || sort() == v>{label}</option> }
                 }).collect_view()}
             </select>
         </label>

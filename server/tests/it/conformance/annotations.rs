@@ -4,12 +4,13 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, write};
 use serde_json::json;
-use treeline_server::store::{StoreError, StoreResult, TraceQuery};
+use treeline_server::store::{StoreError, StoreResult, TraceQuery, TraceSort};
 use treeline_wire::annotations::{
     Annotation, Author, NoteValue, NoteWrite, Source, MAX_PER_TARGET,
 };
 use treeline_wire::filter::TraceFilter;
 
+use super::trace_lists::every_page;
 use super::S;
 
 fn note(span: Option<&str>, name: &str, value: NoteValue) -> NoteWrite {
@@ -409,7 +410,100 @@ async fn traces_are_found_and_listed_by_their_annotations(s: S) {
     );
 }
 
+async fn traces_sort_by_a_number_annotation_and_page_without_gaps(s: S) {
+    run(&s, "r1").await;
+    for (i, t) in ["t1", "t2", "t3", "t4", "t5", "t6"].iter().enumerate() {
+        let at = 10 * i as i64;
+        write(
+            &s,
+            "r1",
+            &[
+                open(t, "root", None, "agent", at),
+                open(t, "tool", Some("root"), "tool", at + 1),
+            ],
+        )
+        .await;
+    }
+    let score = |n: f64| NoteValue::Number(n);
+    // t1: 3 by k1 on the trace, 5 by k2 on a span: it sorts by the greater.
+    put(&s, "t1", &note(None, "score", score(3.0)), "k1", 1)
+        .await
+        .unwrap();
+    put(&s, "t1", &note(Some("tool"), "score", score(5.0)), "k2", 2)
+        .await
+        .unwrap();
+    put(&s, "t2", &note(None, "score", score(1.0)), "k1", 3)
+        .await
+        .unwrap();
+    put(&s, "t3", &note(None, "score", score(4.0)), "k1", 4)
+        .await
+        .unwrap();
+    // t4 and t6 have a verdict only, t5 nothing.
+    put(
+        &s,
+        "t4",
+        &note(None, "verdict", NoteValue::Bool(true)),
+        "k1",
+        5,
+    )
+    .await
+    .unwrap();
+    put(
+        &s,
+        "t6",
+        &note(None, "verdict", NoteValue::Bool(false)),
+        "k1",
+        6,
+    )
+    .await
+    .unwrap();
+    for ascending in [false, true] {
+        let mut want = vec!["t2", "t3", "t1"];
+        if !ascending {
+            want.reverse();
+        }
+        for limit in [1, 2, 3, 4, 50] {
+            let seen = every_page(
+                &s,
+                TraceQuery {
+                    run_id: Some("r1".into()),
+                    sort: TraceSort::Note("score".into()),
+                    ascending,
+                    limit,
+                    ..Default::default()
+                },
+            )
+            .await;
+            assert_eq!(seen.len(), 6, "every trace once, limit {limit}: {seen:?}");
+            assert_eq!(seen[..3], want, "ascending: {ascending}, limit {limit}");
+            let mut rest = seen[3..].to_vec();
+            rest.sort();
+            assert_eq!(rest, ["t4", "t5", "t6"], "the rest, after the scores");
+        }
+        // A boolean sorts as 0 and 1; across the project, with a filter.
+        let seen = every_page(
+            &s,
+            TraceQuery {
+                project: Some("proj".into()),
+                sort: TraceSort::Note("verdict".into()),
+                filters: vec![TraceFilter::parse("note.verdict exists").expect("valid")],
+                ascending,
+                limit: 1,
+                ..Default::default()
+            },
+        )
+        .await;
+        let want = if ascending {
+            ["t6", "t4"]
+        } else {
+            ["t4", "t6"]
+        };
+        assert_eq!(seen, want, "ascending: {ascending}");
+    }
+}
+
 on_both!(tokio::test, |t| t.store.clone();
+    traces_sort_by_a_number_annotation_and_page_without_gaps,
     traces_are_found_and_listed_by_their_annotations,
     an_annotation_is_updated_in_place_per_author,
     a_name_keeps_its_type_and_targets_must_exist,

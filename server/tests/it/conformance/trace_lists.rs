@@ -561,7 +561,7 @@ async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
 }
 
 /// The trace ids of every page of `query`, following its cursors.
-async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
+pub(super) async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
     let mut seen = Vec::new();
     loop {
         let page = s.reads().list_traces(&query).await.expect("page");
