@@ -123,7 +123,11 @@ pub fn Column(
                 </div>
             </header>
             <table class="kv">
-                <tbody>{rows}</tbody>
+                <tbody>
+                    {rows}
+                    <NoteRows run_id=run_id.clone() trace_id=trace_id.clone() span_id=span_id.clone()
+                        root=n.parent_span_id.is_none()/>
+                </tbody>
             </table>
             {span.error.clone().map(|e| view! { <BodyView label="Error" value=Some(e)/> })}
             <BodyView label="Output" value=span.output.clone() truncated=span.output_truncated chat/>
@@ -131,6 +135,39 @@ pub fn Column(
         </article>
     }
     .into_any()
+}
+
+/// A compared span's annotations (a root's are its trace's), one row a name:
+/// `note.label  reward hacking (alice), fine (bob)`. Read in the browser.
+#[component]
+fn NoteRows(run_id: String, trace_id: String, span_id: String, root: bool) -> impl IntoView {
+    let notes = LocalResource::new(move || api::annotations(run_id.clone(), trace_id.clone()));
+    move || {
+        let Some(Ok(list)) = notes.get() else {
+            return ().into_any();
+        };
+        let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+        for a in list.annotations {
+            let here = match &a.span_id {
+                Some(s) => *s == span_id,
+                None => root,
+            };
+            if !here {
+                continue;
+            }
+            let said = format!("{} ({})", format::note_value(&a.value), a.author.name);
+            match rows.iter_mut().find(|(name, _)| *name == a.name) {
+                Some((_, said_all)) => said_all.push(said),
+                None => rows.push((a.name, vec![said])),
+            }
+        }
+        rows.into_iter()
+            .map(|(name, said)| {
+                view! { <tr class="note-row"><td>{format!("note.{name}")}</td><td>{said.join(", ")}</td></tr> }
+            })
+            .collect_view()
+            .into_any()
+    }
 }
 
 /// One fetched level of a subtree: its spans, and whether more were left out.
