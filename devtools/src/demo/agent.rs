@@ -77,6 +77,7 @@ pub(super) fn grpo(ctx: &Ctx) -> RunPlan {
             start_us: Some(start),
         },
         metrics: metrics(GRPO_RUN, start, GRPO_STEPS),
+        notes: Vec::new(),
         events: Box::new(move || -> Chunks {
             let groups = (0..GRPO_STEPS)
                 .step_by(TRACE_EVERY as usize)
@@ -119,6 +120,7 @@ pub(super) fn live(ctx: &Ctx) -> RunPlan {
             start_us: Some(start),
         },
         metrics: metrics(LIVE_RUN, start, LIVE_STEPS),
+        notes: Vec::new(),
         events: Box::new(move || -> Chunks {
             Box::new(
                 (0..=LIVE_STEPS)

@@ -6,9 +6,10 @@
 //! sandbox times out, failing most of those samples at reward 0 and denting the mean.
 
 use serde_json::{json, Value};
+use treeline_wire::annotations::AnnotationPut;
 use treeline_wire::{MetricPoint, RunFinish, RunStatus, RunUpsert};
 
-use super::rng::{round, Rng};
+use super::rng::{ordered_trace_id, round, Rng};
 use super::text::MODEL;
 use super::trace::{error, TraceWriter, HOUR, MIN, MS, SEC};
 use super::{Chunks, Ctx, RunPlan};
@@ -281,6 +282,7 @@ pub(super) fn grpo_flat(ctx: &Ctx) -> RunPlan {
             start_us: Some(start),
         },
         metrics: metrics(start, count),
+        notes: notes(count),
         events: Box::new(move || -> Chunks {
             let prompts = prompts(count);
             Box::new(
@@ -288,12 +290,8 @@ pub(super) fn grpo_flat(ctx: &Ctx) -> RunPlan {
                     .flat_map(move |step| (0..count).map(move |k| (step, k)))
                     .flat_map(|(step, k)| (0..GROUP).map(move |i| (step, k, i)))
                     .map(move |(step, k, i)| {
-                        let t0 = start
-                            + step * STEP_US
-                            + 2 * SEC
-                            + k as i64 * 150 * MS
-                            + i as i64 * 12 * MS;
-                        sample(step, &prompts[k], i, t0, (t0 - start) / MS)
+                        let offset = sample_offset(step, k, i);
+                        sample(step, &prompts[k], i, start + offset, offset / MS)
                     }),
             )
         }),
@@ -304,10 +302,78 @@ pub(super) fn grpo_flat(ctx: &Ctx) -> RunPlan {
     }
 }
 
+/// When sample `i` of prompt `k` at `step` starts, after the run's start.
+fn sample_offset(step: i64, k: usize, i: usize) -> i64 {
+    step * STEP_US + 2 * SEC + k as i64 * 150 * MS + i as i64 * 12 * MS
+}
+
+fn sample_label(step: i64, prompt: &Prompt, index: usize) -> String {
+    format!("{GRPO_FLAT_RUN}/sample/{step}/{}/{index}", prompt.id)
+}
+
+/// The step whose samples the team went through, in the middle of the timeouts.
+const REVIEWED_STEP: i64 = 130;
+
+/// What the team left on the reviewed step: an LLM judge's `quality` (1–5, by
+/// code) on every sample, and a person's `label` on the code family's, which
+/// names the sandbox timeouts.
+fn notes(count: usize) -> Vec<(String, AnnotationPut)> {
+    let step = REVIEWED_STEP;
+    let mut out = Vec::new();
+    for (k, prompt) in prompts(count).iter().enumerate() {
+        for i in 0..GROUP {
+            let o = outcome(step, prompt, i);
+            let ms = sample_offset(step, k, i) / MS;
+            let trace = ordered_trace_id(
+                u64::try_from(ms).unwrap_or_default(),
+                &sample_label(step, prompt, i),
+            );
+            let quality = if o.timed_out {
+                1.0
+            } else {
+                1.0 + (4.0 * o.reward).round()
+            };
+            out.push((
+                trace.clone(),
+                AnnotationPut {
+                    name: "quality".into(),
+                    value: json!(quality),
+                    source: Some("code".into()),
+                    ..AnnotationPut::default()
+                },
+            ));
+            if prompt.family != "code" {
+                continue;
+            }
+            let (label, comment) = if o.timed_out {
+                (
+                    "sandbox timeout",
+                    Some("The answer was never tested: the sandbox hit its 30 s limit."),
+                )
+            } else if o.correct {
+                ("fine", None)
+            } else {
+                ("wrong answer", None)
+            };
+            out.push((
+                trace,
+                AnnotationPut {
+                    name: "label".into(),
+                    value: json!(label),
+                    comment: comment.map(str::to_string),
+                    source: Some("person".into()),
+                    ..AnnotationPut::default()
+                },
+            ));
+        }
+    }
+    out
+}
+
 /// One sample's trace: generate, maybe search, run python, judge. Its id rises with
 /// `ms`, its start in milliseconds since the run's, as a trainer's SDK writes it.
 fn sample(step: i64, prompt: &Prompt, index: usize, t0: i64, ms: i64) -> Vec<Value> {
-    let label = format!("{GRPO_FLAT_RUN}/sample/{step}/{}/{index}", prompt.id);
+    let label = sample_label(step, prompt, index);
     let o = outcome(step, prompt, index);
     let mut w = TraceWriter::ordered(u64::try_from(ms).unwrap_or_default(), &label);
     let mut r = Rng::new(&label);

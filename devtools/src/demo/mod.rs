@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use treeline_client::Client;
-use treeline_wire::{BatchResponse, MetricPoint, RunFinish, RunUpsert};
+use treeline_wire::annotations::AnnotationPut;
+use treeline_wire::{routes, BatchResponse, MetricPoint, RunFinish, RunUpsert};
 
 pub use command::{run_command, spawn_api_server, DemoArgs};
 
@@ -114,6 +115,8 @@ pub(crate) struct RunPlan {
     pub run_id: &'static str,
     pub upsert: RunUpsert,
     pub metrics: Vec<MetricPoint>,
+    /// Annotations on its traces (trace id, body), written once its events are in.
+    pub notes: Vec<(String, AnnotationPut)>,
     /// Called twice: once to count the events for the progress bar, once to send them.
     pub events: Box<dyn Fn() -> Chunks + Send + Sync>,
     /// None leaves the run running.
@@ -160,7 +163,7 @@ fn count(chunks: Chunks) -> Counts {
 }
 
 /// Loads the demo through `client`, calling `progress(sent, total)` as batches are
-/// acknowledged (metric points and span events both count).
+/// acknowledged (metric points, span events and annotations all count).
 pub async fn load(
     client: &Client,
     options: &Options,
@@ -173,7 +176,7 @@ pub async fn load(
     let total: usize = plans
         .iter()
         .zip(&counts)
-        .map(|(p, c)| p.metrics.len() + c.events)
+        .map(|(p, c)| p.metrics.len() + c.events + p.notes.len())
         .sum();
     let batch = options.batch.clamp(1, 10_000);
     progress(0, total);
@@ -201,7 +204,8 @@ pub async fn load(
     })
 }
 
-/// Loads one run: its record, metrics, events in batches of `batch`, and its end.
+/// Loads one run: its record, metrics, events in batches of `batch`, annotations,
+/// and its end.
 async fn load_run(
     client: &Client,
     plan: &RunPlan,
@@ -235,6 +239,15 @@ async fn load_run(
     if !pending.is_empty() {
         send(client, run_id, &pending).await?;
         advance(pending.len());
+    }
+    for (trace_id, note) in &plan.notes {
+        let path = routes::path(routes::TRACE_ANNOTATIONS, &[run_id, trace_id]);
+        let body = serde_json::to_value(note).context("encoding a demo annotation")?;
+        client
+            .put_json::<Value>(&path, &body)
+            .await
+            .with_context(|| format!("cannot annotate trace {trace_id} of {run_id}"))?;
+        advance(1);
     }
     if let Some(finish) = &plan.finish {
         client
@@ -328,6 +341,30 @@ mod tests {
                 assert!(seen.insert(key), "{run} event {i} repeats a span: {e}");
             }
         }
+    }
+
+    #[test]
+    fn every_annotation_is_valid_and_on_a_trace_of_its_run() {
+        let ctx = Ctx::new(1_800_000_000_000_000, &Options::small());
+        let mut notes = 0;
+        for plan in plan(&ctx) {
+            let roots: std::collections::HashSet<String> = (plan.events)()
+                .flatten()
+                .filter(|e| e["op"] == "open" && e["parent_span_id"].is_null())
+                .filter_map(|e| e["trace_id"].as_str().map(str::to_string))
+                .collect();
+            for (trace_id, note) in &plan.notes {
+                assert!(
+                    roots.contains(trace_id),
+                    "{}: no trace {trace_id}",
+                    plan.run_id
+                );
+                assert!(note.checked().is_ok(), "{}: {note:?}", plan.run_id);
+                notes += 1;
+            }
+        }
+        // A judge's score on each of 64 samples, a label on the 16 code samples.
+        assert_eq!(notes, 64 + 16);
     }
 
     #[test]

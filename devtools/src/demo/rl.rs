@@ -122,6 +122,7 @@ pub(super) fn ppo(ctx: &Ctx) -> RunPlan {
             start_us: Some(start),
         },
         metrics,
+        notes: Vec::new(),
         events: Box::new(move || -> Chunks {
             Box::new((0..PPO_STEPS).flat_map(move |step| {
                 let t0 = start + step * PPO_STEP_US + SEC;
@@ -171,6 +172,7 @@ pub(super) fn interrupted(ctx: &Ctx) -> RunPlan {
             start_us: Some(start),
         },
         metrics,
+        notes: Vec::new(),
         events: Box::new(move || -> Chunks {
             Box::new((0..=LANDER_STEPS).step_by(4).map(move |step| {
                 let t0 = start + step * LANDER_STEP_US + SEC;

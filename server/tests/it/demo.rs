@@ -61,6 +61,25 @@ async fn the_demo_loads_and_its_key_objects_open() {
         );
     }
 
+    // The flat GRPO run's reviewed step carries a judge's score on every sample,
+    // each on the trace the events wrote.
+    let judged: TraceList = client
+        .get(&format!(
+            "/api/runs/{}/traces?filter=note.quality%20exists&limit=50",
+            demo::GRPO_FLAT_RUN
+        ))
+        .await
+        .expect("annotated traces");
+    assert_eq!(judged.traces.len(), 8, "one prompt's group of eight");
+    for t in &judged.traces {
+        assert_eq!(t.step, Some(130), "{}", t.trace_id);
+        assert!(
+            t.notes.iter().any(|c| c.name == "quality"),
+            "{}",
+            t.trace_id
+        );
+    }
+
     // PPO: a stretch of consecutive errored steps where the episode return dips.
     let steps: StepsResponse = client
         .get(&format!("/api/runs/{}/traces/steps", demo::PPO_RUN))
