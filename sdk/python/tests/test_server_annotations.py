@@ -326,6 +326,13 @@ def test_client_annotates_updates_and_deletes_afterwards(server, tmp_path):
     assert [n["name"] for n in client.annotations(rid, tid)] == ["verdict"]
     assert client.annotations(rid, tid, span_id=policy.span_id) == []
 
+    # A person labelling in a notebook says so; a source that is neither is refused.
+    by_hand = client.annotate(rid, tid, name="reviewed", value=True, source="person")
+    assert by_hand["source"] == "person"
+    with pytest.raises(ValueError, match="source"):
+        client.annotate(rid, tid, name="reviewed", value=True, source="human")
+    assert [n["source"] for n in client.annotations(rid, tid)] == ["person", "code"]
+
 
 @pytest.mark.server
 def test_annotation_errors_from_the_server(server, tmp_path):

@@ -72,10 +72,17 @@ def check_comment(comment, name):
     return comment or None
 
 
-def put_body(name, value, comment=None, span_id=None):
-    """The checked body of PUT …/annotations, written by code."""
+SOURCES = ("code", "person")
+
+
+def put_body(name, value, comment=None, span_id=None, source="code"):
+    """The checked body of PUT …/annotations: written by code unless `source` says a
+    person made it (a labelling notebook, say)."""
     name = check_name(name)
-    body = {"name": name, "value": check_value(value, name), "source": "code"}
+    if source not in SOURCES:
+        raise ValueError("annotation %s: source must be \"code\" or \"person\", got %r"
+                         % (name, source))
+    body = {"name": name, "value": check_value(value, name), "source": source}
     comment = check_comment(comment, name)
     if comment is not None:
         body["comment"] = comment

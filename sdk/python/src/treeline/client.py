@@ -276,14 +276,17 @@ class Client:
         params = [("span_id", None if span_id is None else check_id(span_id, "span_id"))]
         return self._get(self._annotations_path(run_id, trace_id), params)["annotations"]
 
-    def annotate(self, run_id, trace_id, span_id=None, *, name, value, comment=None):
-        """Annotates a trace (or, with span_id, one of its spans), as code: a number, a
-        string or a bool under `name`, with an optional comment. An annotation of the
-        same name by the same key is updated in place. Returns it as stored. Needs a
-        write key; a name, value or comment the server would refuse raises ValueError
-        (TypeError for one of the wrong type) before anything is sent."""
+    def annotate(self, run_id, trace_id, span_id=None, *, name, value, comment=None,
+                 source="code"):
+        """Annotates a trace (or, with span_id, one of its spans): a number, a string or
+        a bool under `name`, with an optional comment. `source` is "code" (a judge, a
+        grader) or "person" (a labelling notebook, where a person chose the value). An
+        annotation of the same name by the same key is updated in place. Returns it as
+        stored. Needs a write key; a name, value, comment or source the server would
+        refuse raises ValueError (TypeError for one of the wrong type) before anything
+        is sent."""
         path = self._annotations_path(run_id, trace_id)
-        return self._write("PUT", path, put_body(name, value, comment, span_id))
+        return self._write("PUT", path, put_body(name, value, comment, span_id, source))
 
     def delete_annotation(self, run_id, trace_id, name, span_id=None):
         """Deletes this key's annotation `name` of the trace (or of span_id). True when
