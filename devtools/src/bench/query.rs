@@ -12,6 +12,7 @@ use axum::Router;
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
+use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source};
 use treeline_wire::{parse_event, RunUpsert};
 
 use crate::store::{self, Store};
@@ -31,6 +32,9 @@ pub struct QueryArgs {
     /// Timed requests per query.
     #[arg(long, default_value_t = 200)]
     pub samples: usize,
+    /// Time only the cases whose label contains this (`note.`, `search`).
+    #[arg(long)]
+    pub only: Option<String>,
 }
 
 const RUNS: usize = 100;
@@ -155,6 +159,57 @@ async fn build(store: &dyn Store, traces: usize) -> Outcome {
     Ok(())
 }
 
+/// The labels of the annotated traces, a quarter each.
+const LABELS: [&str; 4] = ["reward hacking", "fine", "needs review", "tool misuse"];
+
+/// Annotates one trace in ten of each run (100,000 of a million), on the trace
+/// itself: a `label` and a `score`, as a review would leave them. Once; reused after.
+async fn annotate(store: &dyn Store, traces: usize) -> Outcome {
+    let author = Author {
+        key_id: "bench".into(),
+        name: "bench".into(),
+    };
+    let now = crate::now_us();
+    let started = Instant::now();
+    let per_run = traces / RUNS;
+    let total = RUNS * per_run.div_ceil(10);
+    let mut done = 0usize;
+    for i in (0..per_run).step_by(10) {
+        for r in 0..RUNS {
+            let n = r + RUNS * i;
+            let trace = format!("{n:032x}");
+            for (name, value) in [
+                ("label", NoteValue::Text(LABELS[(n / RUNS / 10) % 4].into())),
+                ("score", NoteValue::Number((n % 5) as f64)),
+            ] {
+                let note = NoteWrite {
+                    span_id: None,
+                    name: name.into(),
+                    value,
+                    comment: None,
+                };
+                store
+                    .annotate(&run_id(r), &trace, &note, &author, Source::Code, now)
+                    .await
+                    .with_context(|| format!("annotating trace {trace}"))?;
+            }
+            done += 1;
+            if done.is_multiple_of(5_000) {
+                let rate = done as f64 / started.elapsed().as_secs_f64();
+                eprint!(
+                    "\rannotating: {done} / {total} traces ({rate:.0}/s, ~{:.0} s left)   ",
+                    (total - done) as f64 / rate
+                );
+            }
+        }
+    }
+    eprintln!(
+        "\rannotated {done} traces in {:.0} s                              ",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 /// The body of the answer to `GET path`; an answer other than a success is an error
 /// that quotes it.
 pub(super) async fn get_body(api: &Router, path: &str) -> Outcome<bytes::Bytes> {
@@ -232,6 +287,23 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
         build(store.as_ref(), args.traces).await?;
     } else {
         println!("reusing the benchmark store at {url}");
+    }
+    let annotated = !store
+        .reads()
+        .attribute_keys(&run_id(1))
+        .await
+        .context("reading the benchmark store")?
+        .notes
+        .is_empty();
+    if !annotated {
+        let per_run = store
+            .reads()
+            .steps(&run_id(0), None, None)
+            .await
+            .context("reading the benchmark store")?
+            .totals
+            .traces;
+        annotate(store.as_ref(), usize::try_from(per_run).unwrap_or(0) * RUNS).await?;
     }
     let api = host.api(store);
     let samples = args.samples.max(10);
@@ -334,6 +406,61 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
             }),
         ),
         (
+            // A quarter of the annotated tenth: 2.5% of a run's traces.
+            "run-scoped, note.label = \"reward hacking\"",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=note.label%20%3D%20%22reward%20hacking%22&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "run-scoped, note.score >= 3 and note.label exists",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=note.score%20%3E%3D%203&filter=note.label%20exists&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            // The worst case: no trace matches, so each of the run's is probed.
+            "run-scoped, note.label matching nothing",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=note.label%20%3D%20absent&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "run-scoped, sort=note.score",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?sort=note.score&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            // Every annotated trace of the project (100,000 of a million) is ranked.
+            "project-wide, sort=note.score (worst case)",
+            Box::new(|| format!("/traces?project={PROJECT}&sort=note.score&limit=50")),
+        ),
+        (
+            "project-wide, note.label = \"reward hacking\"",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=note.label%20%3D%20%22reward%20hacking%22&limit=50")
+            }),
+        ),
+        (
+            "project-wide, note.label matching nothing (worst case)",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=note.label%20%3D%20absent&limit=50")
+            }),
+        ),
+        (
             "project-wide, filter attr.reward < 0.1",
             Box::new(|| {
                 format!("/traces?project={PROJECT}&filter=attr.reward%20%3C%200.1&limit=50")
@@ -396,6 +523,9 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
     ];
     println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");
     for (name, path) in cases {
+        if args.only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         report(&api, name, samples, 5, path).await?;
     }
     Ok(())
