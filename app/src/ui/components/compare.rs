@@ -138,7 +138,7 @@ pub fn Column(
 }
 
 /// A compared span's annotations (a root's are its trace's), one row a name:
-/// `note.label  reward hacking (alice), fine (bob)`. Read in the browser.
+/// `note.label  reward hacking · alice, fine · bob`. Read in the browser.
 #[component]
 fn NoteRows(run_id: String, trace_id: String, span_id: String, root: bool) -> impl IntoView {
     let notes = LocalResource::new(move || api::annotations(run_id.clone(), trace_id.clone()));
@@ -155,7 +155,7 @@ fn NoteRows(run_id: String, trace_id: String, span_id: String, root: bool) -> im
             if !here {
                 continue;
             }
-            let said = format!("{} ({})", format::note_value(&a.value), a.author.name);
+            let said = format!("{} · {}", format::note_value(&a.value), a.author.name);
             match rows.iter_mut().find(|(name, _)| *name == a.name) {
                 Some((_, said_all)) => said_all.push(said),
                 None => rows.push((a.name, vec![said])),
