@@ -507,10 +507,14 @@ fn push_member_compare<'a, DB: Dialect>(
 /// An annotation of the trace or of one of its spans, named `name`, by anyone, that
 /// passes `test`: a lookup in the trace's annotations (its key's first columns).
 fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test) {
-    q.push(
-        "EXISTS (SELECT 1 FROM annotations a WHERE a.run_id = t.run_id \
+    // By the primary key (run, trace, …): SQLite otherwise took the index by run and
+    // name, and read every annotation of the name in the run for each trace (1.1 s
+    // for a run's count on `bench query`, 26 ms by the key).
+    q.push(format!(
+        "EXISTS (SELECT 1 FROM annotations a{} WHERE a.run_id = t.run_id \
          AND a.trace_id = t.trace_id AND a.name = ",
-    )
+        DB::use_index("sqlite_autoindex_annotations_1")
+    ))
     .bind(name);
     match test {
         Test::Exists => {}
