@@ -273,12 +273,10 @@ fn Order(
     let numeric = keys
         .into_iter()
         .filter(|k| k.kind == "number")
-        .map(|k| (format!("attr.{}", k.key), k.key));
+        .map(|k| (format!("{ATTR_PREFIX}{}", k.key), k.key));
     let scores = notes.into_iter().filter(|k| k.kind != "string").map(|k| {
-        (
-            format!("{NOTE_PREFIX}{}", k.key),
-            format!("{NOTE_PREFIX}{}", k.key),
-        )
+        let field = format!("{NOTE_PREFIX}{}", k.key);
+        (field.clone(), field)
     });
     let ranked: Vec<(String, String)> = numeric.chain(scores).collect();
     let sort = move || url.get().sort.unwrap_or_else(|| "updated".into());
