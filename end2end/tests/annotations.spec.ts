@@ -39,6 +39,7 @@ test("a person annotates a trace and a span with the keyboard, and a reload keep
   await page.keyboard.type("reward hacking");
   await page.keyboard.press("Tab");
   await page.keyboard.type("copies the answer from the prompt");
+  await expectNoA11yViolations(page);
   await page.keyboard.press("Enter");
   await expect(notes.locator(".note-chip")).toHaveText(["label = reward hacking"]);
   const note = notes.locator(".note").first();
@@ -138,4 +139,53 @@ test("review mode steps through five traces with j and k, scoring each with a di
   await page.reload();
   await expect(page.getByRole("note").filter({ hasText: "Reviewing" })).toBeVisible();
   await expect(page).toHaveURL(new RegExp(`trace_id=${ids[4]}.*review=score`));
+});
+
+test("in review mode a letter labels a trace with one of the run's labels and moves on", async ({ page }) => {
+  // The demo's reviewed step 130 labelled the code samples; step 131 is not labelled.
+  const RUN = "demo-grpo-flat";
+  const at = `run_id=${RUN}&min_step=131&max_step=131`;
+  const list = await (await page.request.get(`/api/runs/${RUN}/traces?${at.replace(`run_id=${RUN}&`, "")}&limit=3`)).json();
+  const ids: string[] = list.traces.map((t: { trace_id: string }) => t.trace_id);
+  await page.goto(`/traces?${at}&review=score`);
+  await expect(page.locator("[data-hydrated]")).toHaveCount(1);
+  const banner = page.getByRole("note").filter({ hasText: "Reviewing" });
+  await expect(banner.getByLabel("Label annotation")).toHaveValue("label");
+  // Each of the run's labels has its letter, none of them j, k or a.
+  const labels = banner.locator(".review-label");
+  await expect(labels).toHaveCount(3);
+  const keys = await labels.locator("kbd").allTextContents();
+  expect(new Set(keys).size).toBe(3);
+  for (const k of keys) expect(["j", "k", "a"]).not.toContain(k);
+  await expectNoA11yViolations(page);
+
+  const wrong = (await labels.filter({ hasText: "wrong answer" }).locator("kbd").textContent()) ?? "";
+  const fine = (await labels.filter({ hasText: "fine" }).locator("kbd").textContent()) ?? "";
+  await page.locator("body").press("j");
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[0]}`));
+  await page.locator("body").press(wrong);
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[1]}`));
+  await page.locator("body").press(fine);
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[2]}`));
+  const rows = page.locator(".trace-row");
+  await expect(rows.nth(0).locator(".note-chip")).toHaveText(["label = wrong answer"]);
+  await expect(rows.nth(1).locator(".note-chip")).toHaveText(["label = fine"]);
+  for (const [i, label] of ["wrong answer", "fine"].entries()) {
+    const got = await (await page.request.get(`/api/runs/${RUN}/traces/${ids[i]}/annotations`)).json();
+    expect(got.annotations.map((a: { span_id: string | null; name: string; value: string; source: string }) =>
+      [a.span_id, a.name, a.value, a.source])).toEqual([[null, "label", label, "person"]]);
+  }
+  // The review is a link: a reload keeps the mode, the place and the labels.
+  await page.reload();
+  await expect(page).toHaveURL(new RegExp(`trace_id=${ids[2]}.*review=score`));
+  await expect(labels).toHaveCount(3);
+
+  // A label written with the form joins the keys at once.
+  await page.locator("body").press("a");
+  await page.keyboard.type("label");
+  await page.keyboard.press("Tab");
+  await page.keyboard.type("reward hacking");
+  await page.keyboard.press("Enter");
+  await expect(labels).toHaveCount(4);
+  await expect(labels.filter({ hasText: "reward hacking" }).locator("kbd")).toHaveText("r");
 });

@@ -36,6 +36,9 @@ pub(crate) struct WorkspaceUrl {
     /// Review mode, on the annotation a digit key writes (`score`): `j`/`k` step
     /// through the list, so a review can be split between people by link.
     pub review: Option<String>,
+    /// In review mode, the string annotation that letter keys write, each letter one
+    /// of its most used values in the run (`label`). None: the run's first.
+    pub label: Option<String>,
 }
 
 /// Traces per page of the workspace's list.
@@ -75,6 +78,7 @@ impl WorkspaceUrl {
             min_step: get("min_step").and_then(|s| s.parse().ok()),
             max_step: get("max_step").and_then(|s| s.parse().ok()),
             review: get("review"),
+            label: get("label"),
         }
     }
 
@@ -143,6 +147,7 @@ impl WorkspaceUrl {
         pairs.push(("from", self.from.clone()));
         pairs.push(("to", self.to.clone()));
         pairs.push(("review", self.review.clone()));
+        pairs.push(("label", self.label.clone()));
         let more = query_string(&pairs);
         let query = [query, more]
             .into_iter()

@@ -35,9 +35,23 @@ impl Target {
     }
 }
 
+/// Counts the annotations the inspector's form wrote or removed on this page, so
+/// what lists a run's annotation names (review mode's labels) can read them again.
+#[derive(Clone, Copy)]
+pub struct NotesWritten(pub RwSignal<u32>);
+
+impl NotesWritten {
+    fn bump(written: Option<NotesWritten>) {
+        if let Some(NotesWritten(n)) = written {
+            n.update(|n| *n = n.wrapping_add(1));
+        }
+    }
+}
+
 #[component]
 pub fn Annotations(target: Target) -> impl IntoView {
     let version = RwSignal::new(0u32);
+    let written = use_context::<NotesWritten>();
     let list = {
         let (run, trace) = (target.run_id.clone(), target.trace_id.clone());
         LocalResource::new(move || {
@@ -133,6 +147,7 @@ pub fn Annotations(target: Target) -> impl IntoView {
                     Ok(_) => {
                         close();
                         version.update(|v| *v += 1);
+                        NotesWritten::bump(written);
                     }
                     Err(e) => problem.set(Some(e.message)),
                 }
@@ -146,7 +161,10 @@ pub fn Annotations(target: Target) -> impl IntoView {
             leptos::task::spawn_local(async move {
                 let body = json!({"span_id": t.span_id, "name": n});
                 match api::unannotate(t.run_id, t.trace_id, body).await {
-                    Ok(_) => version.update(|v| *v += 1),
+                    Ok(_) => {
+                        version.update(|v| *v += 1);
+                        NotesWritten::bump(written);
+                    }
                     Err(e) => problem.set(Some(e.message)),
                 }
             });

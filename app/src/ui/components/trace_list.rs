@@ -26,7 +26,7 @@ pub fn TraceList(
         <div class="pane-head">
             <strong class="grow">"Traces"</strong>
             {move || url.with(|u| u.review.is_none()).then(|| view! {
-                <button type="button" class="link-button" title="Step through the list with j and k, scoring with digits"
+                <button type="button" class="link-button" title="Step through the list with j and k, scoring with digits and labelling with letters"
                     on:click=move |_| go_to.run(WorkspaceUrl { review: Some("score".into()), ..url.get_untracked() })>
                     "Review"
                 </button>
@@ -91,7 +91,9 @@ fn matched(n: i64, more: bool) -> String {
 fn Rows(first: List, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl IntoView {
     let count = first.matched.map(|n| matched(n, first.matched_more));
     let traces = RwSignal::new(first.traces);
-    let problem = review::keys(traces, url, go_to);
+    let labels = RwSignal::new(review::Labels::default());
+    let problem = review::keys(traces, url, go_to, labels);
+    let reviewing = Memo::new(move |_| url.with(|u| u.review.is_some()));
     // The root attributes these traces differ on, shown while none is pinned.
     let differ = Memo::new(move |_| traces.with(|t| distinct::trace_keys(t, 3)));
     let cursor = RwSignal::new(first.next_cursor);
@@ -136,14 +138,10 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> 
             // A list of links, the selected one marked current: each row is one link, so
             // no focusable control sits inside another (a listbox option may hold none).
             {count.clone().map(|c| view! { <p class="count match-count" role="status">{c}</p> })}
-            {move || url.with(|u| u.review.clone()).map(|name| view! {
-                <p class="review-banner" role="note">
-                    {format!("Reviewing: j and k move through the list, a digit sets note.{name} on the trace and moves on, a annotates.")}
-                    <button type="button" class="link-button" on:click=move |_| {
-                        go_to.run(WorkspaceUrl { review: None, ..url.get_untracked() })
-                    }>"Stop"</button>
-                </p>
-            })}
+            // Kept while the selection moves: a new banner would drop its label fetch.
+            <Show when=move || reviewing.get()>
+                <review::Banner url go_to labels/>
+            </Show>
             {move || problem.get().map(|p| view! { <p class="error" role="alert">{p}</p> })}
             <ul class="trace-list" aria-label="Traces">
                 // The chips in the key: review mode redraws a row's after scoring it.

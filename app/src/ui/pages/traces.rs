@@ -6,6 +6,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
 use crate::ui::api;
+use crate::ui::components::annotations::NotesWritten;
 use crate::ui::components::filter_builder::FilterBar;
 use crate::ui::components::filters::Filters;
 use crate::ui::components::inspector::Inspector;
@@ -75,6 +76,7 @@ pub fn TracesPage() -> impl IntoView {
         },
     );
 
+    provide_context(NotesWritten(RwSignal::new(0)));
     view! {
         <section class="workspace">
             // The page's title for assistive technology; the top bar already shows where you are.

@@ -1,16 +1,18 @@
 //! Review mode's keys on the trace list: `j` and `k` select the next or previous
 //! trace; with `review=NAME` in the URL, a digit writes NAME = digit on the selected
-//! trace, as a person, and moves on. The selection is the URL's, so a review is a
-//! link.
+//! trace, as a person, and moves on, and a letter writes one of the labels the
+//! banner lists (the run's most used values of a string annotation). The selection
+//! is the URL's, so a review is a link.
 
 use leptos::ev;
 use leptos::prelude::*;
 use serde_json::json;
 use treeline_wire::annotations::{NoteChip, MAX_CHIPS};
+use treeline_wire::filter::AttributeKey;
 use treeline_wire::TraceSummary;
 
 use crate::ui::api;
-use crate::ui::components::annotations::typing;
+use crate::ui::components::annotations::{typing, NotesWritten};
 use crate::ui::url::WorkspaceUrl;
 
 /// Listens for the keys while the list is on screen; answers where a refused write
@@ -19,6 +21,7 @@ pub(super) fn keys(
     traces: RwSignal<Vec<TraceSummary>>,
     url: Memo<WorkspaceUrl>,
     go_to: Callback<WorkspaceUrl>,
+    labels: RwSignal<Labels>,
 ) -> RwSignal<Option<String>> {
     let problem = RwSignal::new(None::<String>);
     // The selected row kept in view as the keys move it.
@@ -40,14 +43,20 @@ pub(super) fn keys(
         }
         let u = url.get_untracked();
         let key = e.key();
-        let digit = key
-            .parse::<u8>()
-            .ok()
-            .filter(|d| *d <= 9 && u.review.is_some());
+        // What the key writes on the selected trace, in review mode.
+        let write = u.review.clone().and_then(|score| {
+            if let Some(d) = key.parse::<u8>().ok().filter(|d| *d <= 9) {
+                return Some((score, json!(d)));
+            }
+            labels.with_untracked(|l| {
+                let value = l.keys.iter().find(|(c, _)| key == c.to_string())?;
+                Some((l.name.clone()?, json!(value.1)))
+            })
+        });
         let step: isize = match key.as_str() {
             "j" => 1,
             "k" => -1,
-            _ if digit.is_some() => 0,
+            _ if write.is_some() => 0,
             _ => return,
         };
         e.prevent_default();
@@ -68,14 +77,14 @@ pub(super) fn keys(
                 go_to.run(u.with_selection(&t.run_id, &t.trace_id, t.root_span_id.as_deref()));
             }
         };
-        let (Some(d), Some(t), Some(name)) = (digit, chosen, u.review.clone()) else {
+        let (Some((name, value)), Some(t)) = (write, chosen) else {
             if step != 0 {
                 select(next, &u);
             }
             return;
         };
         leptos::task::spawn_local(async move {
-            let body = json!({"name": name, "value": d, "source": "person"});
+            let body = json!({"name": name, "value": value, "source": "person"});
             let written = api::annotate(t.run_id.clone(), t.trace_id.clone(), body).await;
             match written {
                 Ok(_) => {
@@ -89,6 +98,92 @@ pub(super) fn keys(
     });
     on_cleanup(move || handle.remove());
     problem
+}
+
+/// What review mode's keys do, with the labels letters write and a choice of the
+/// string annotation they come from.
+#[component]
+pub(super) fn Banner(
+    url: Memo<WorkspaceUrl>,
+    go_to: Callback<WorkspaceUrl>,
+    labels: RwSignal<Labels>,
+) -> impl IntoView {
+    let run_id = Memo::new(move |_| url.with(|u| u.run_id.clone()));
+    let score = Memo::new(move |_| url.with(|u| u.review.clone()));
+    // Read again after the inspector's form writes one: a first label gets its letter.
+    let written = use_context::<NotesWritten>().map(|NotesWritten(n)| n);
+    let notes = Resource::new(
+        move || (run_id.get(), written.map(|n| n.get())),
+        |(run, _)| async move {
+            match run {
+                Some(run) => api::attribute_keys(run)
+                    .await
+                    .map(|k| k.notes)
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            }
+        },
+    );
+    let chosen = Memo::new(move |_| url.with(|u| u.label.clone()));
+    Effect::new(move |_| {
+        if let Some(notes) = notes.get() {
+            labels.set(labels_of(&notes, chosen.get().as_deref()).1);
+        }
+    });
+    let pick = move |ev: ev::Event| {
+        let name = event_target_value(&ev);
+        go_to.run(WorkspaceUrl {
+            label: Some(name),
+            ..url.get_untracked()
+        });
+    };
+    view! {
+        <div class="review-banner" role="note">
+            <p>
+                {move || format!(
+                    "Reviewing: j and k move through the list, a digit sets note.{} on the trace and moves on, a annotates.",
+                    score.get().unwrap_or_default(),
+                )}
+                <button type="button" class="link-button" on:click=move |_| {
+                    go_to.run(WorkspaceUrl { review: None, label: None, ..url.get_untracked() })
+                }>"Stop"</button>
+            </p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let notes = notes.await;
+                    let (names, Labels { name, keys }) = labels_of(&notes, chosen.get().as_deref());
+                    let scoped = run_id.get_untracked().is_some();
+                    let line = match name {
+                        _ if !scoped => None,
+                        None => Some(view! {
+                            <p class="muted">"Letters write labels once this run has a string annotation: a opens the form to write the first."</p>
+                        }.into_any()),
+                        Some(name) => Some(view! {
+                            <p class="review-labels">
+                                <label>"A letter sets note."
+                                    <select aria-label="Label annotation" on:change=pick>
+                                        {names.into_iter().map(|n| {
+                                            let selected = n == name;
+                                            view! { <option value=n.clone() selected=selected>{n.clone()}</option> }
+                                        }).collect_view()}
+                                    </select>
+                                    ":"
+                                </label>
+                                {if keys.is_empty() {
+                                    view! { <span class="muted">" no values in this run yet: a opens the form to write the first."</span> }.into_any()
+                                } else {
+                                    keys.into_iter().map(|(c, value)| view! {
+                                        <span class="review-label"><kbd>{c.to_string()}</kbd>" "{value}</span>
+                                    }).collect_view().into_any()
+                                }}
+                            </p>
+                        }.into_any()),
+                    };
+                    line
+                })}
+            </Transition>
+        </div>
+    }
 }
 
 /// Rereads a trace's annotations and redraws its chips as the server would.
@@ -120,4 +215,99 @@ async fn refresh_chips(traces: RwSignal<Vec<TraceSummary>>, t: &TraceSummary) {
             row.notes = chips;
         }
     });
+}
+
+/// The labels letter keys write in review mode: a string annotation's name and its
+/// values, each with its key.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Labels {
+    pub name: Option<String>,
+    pub keys: Vec<(char, String)>,
+}
+
+/// Letter keys for the labels offered at once: more would not fit the banner.
+const MAX_LABELS: usize = 9;
+/// Letters the list and the inspector already use: `j`/`k` move, `a` annotates.
+const TAKEN: [char; 3] = ['j', 'k', 'a'];
+
+/// A letter for each value, the first free one of its own letters if it has one
+/// (so "fine" is `f`), else the first free letter of the alphabet.
+pub(super) fn letter_keys(values: &[String]) -> Vec<(char, String)> {
+    let mut keys: Vec<(char, String)> = Vec::new();
+    let free = |c: char, keys: &[(char, String)]| {
+        c.is_ascii_lowercase() && !TAKEN.contains(&c) && keys.iter().all(|(k, _)| *k != c)
+    };
+    for value in values.iter().take(MAX_LABELS) {
+        let own = value.chars().map(|c| c.to_ascii_lowercase());
+        let Some(c) = own.chain('a'..='z').find(|c| free(*c, &keys)) else {
+            break;
+        };
+        keys.push((c, value.clone()));
+    }
+    keys
+}
+
+/// The string annotations of the run that labels may come from, and the chosen one's
+/// letter keys: the URL's `label`, else the run's most used string annotation.
+pub(super) fn labels_of(notes: &[AttributeKey], chosen: Option<&str>) -> (Vec<String>, Labels) {
+    let strings: Vec<&AttributeKey> = notes.iter().filter(|k| k.kind == "string").collect();
+    let names = strings.iter().map(|k| k.key.clone()).collect();
+    let name = chosen
+        .map(str::to_string)
+        .or_else(|| strings.first().map(|k| k.key.clone()));
+    let values: Vec<String> = strings
+        .iter()
+        .find(|k| Some(&k.key) == name.as_ref())
+        .map(|k| k.values.iter().map(|v| v.value.clone()).collect())
+        .unwrap_or_default();
+    let keys = letter_keys(&values);
+    (names, Labels { name, keys })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn each_label_gets_a_free_letter_of_its_own_first() {
+        let keys = letter_keys(&owned(&[
+            "sandbox timeout",
+            "wrong answer",
+            "fine",
+            "format",
+        ]));
+        assert_eq!(
+            keys,
+            vec![
+                ('s', "sandbox timeout".into()),
+                ('w', "wrong answer".into()),
+                ('f', "fine".into()),
+                ('o', "format".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn labels_never_take_the_moving_or_annotating_keys() {
+        // "jak" has only taken letters of its own: it gets the alphabet's first free.
+        let keys = letter_keys(&owned(&["jak", "Ambiguous", "42"]));
+        assert_eq!(
+            keys,
+            vec![
+                ('b', "jak".into()),
+                ('m', "Ambiguous".into()),
+                ('c', "42".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn at_most_nine_labels_get_keys() {
+        let many: Vec<String> = (0..20).map(|i| format!("v{i}")).collect();
+        assert_eq!(letter_keys(&many).len(), MAX_LABELS);
+    }
 }
