@@ -22,6 +22,7 @@ mod group;
 mod group_lens;
 mod merge;
 mod migrations;
+mod note_terms;
 mod postgres;
 mod reader;
 mod rows;

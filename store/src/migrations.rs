@@ -69,6 +69,11 @@ const SQLITE: Embedded = Embedded(&[
         "annotations",
         include_str!("../migrations/sqlite/0011_annotations.sql"),
     ),
+    (
+        12,
+        "annotation order",
+        include_str!("../migrations/sqlite/0012_annotation_order.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -126,6 +131,11 @@ const POSTGRES: Embedded = Embedded(&[
         11,
         "annotations",
         include_str!("../migrations/postgres/0011_annotations.sql"),
+    ),
+    (
+        12,
+        "annotation order",
+        include_str!("../migrations/postgres/0012_annotation_order.sql"),
     ),
 ]);
 

@@ -14,7 +14,7 @@ use super::{StoreResult, TraceQuery};
 
 /// Names or traces listed per term at most; past it, the term is tested on each
 /// trace the list reads, as a pattern (it then matches often, so a page fills soon).
-const MAX_LISTED: usize = 500;
+pub(super) const MAX_LISTED: usize = 500;
 
 /// The id columns a term is a prefix of.
 const ID_COLUMNS: [&str; 3] = ["trace_id", "rollout_id", "thread_id"];
@@ -45,7 +45,8 @@ impl Term<'_> {
 
 impl<DB: Dialect> Reader<DB> {
     /// The query's terms resolved, or `None` when one of them matches no trace in
-    /// the query's run or project.
+    /// the query's run or project. The annotation filters that few traces pass join
+    /// them as lists of those traces (see `note_terms`).
     pub(super) async fn resolve_terms<'q>(
         &self,
         query: &'q TraceQuery,
@@ -57,6 +58,10 @@ impl<DB: Dialect> Reader<DB> {
                 return Ok(None);
             }
             terms.push(resolved);
+        }
+        match self.resolve_notes(query).await? {
+            Some(notes) => terms.extend(notes),
+            None => return Ok(None),
         }
         Ok(Some(terms))
     }

@@ -276,21 +276,43 @@ enum Ranked<'a> {
 }
 
 /// `n`: a run's or a project's traces with their greatest number or boolean
-/// annotation `name`, on the trace or its spans, whoever made it. A trace's
-/// annotations are few, so grouping them costs what reading them does.
+/// annotation `name`, on the trace or its spans, whoever made it.
 fn push_note_numbers<DB: Dialect>(q: &mut Sql<'_, DB>, query: &TraceQuery, name: &str) {
-    q.push(
-        "(SELECT a.run_id, a.trace_id, MAX(a.number) AS value FROM annotations a \
-         WHERE a.kind <> 'string' AND a.name = ",
-    )
-    .bind(name.to_string());
-    if let Some(run_id) = &query.run_id {
-        q.push(" AND a.run_id = ").bind(run_id.clone());
+    match (&query.run_id, &query.project) {
+        // A run's annotations of the name are few, so grouping them costs what
+        // reading them does.
+        (Some(_), _) | (None, None) => {
+            q.push(
+                "(SELECT a.run_id, a.trace_id, MAX(a.number) AS value FROM annotations a \
+                 WHERE a.kind <> 'string' AND a.name = ",
+            )
+            .bind(name.to_string());
+            if let Some(run_id) = &query.run_id {
+                q.push(" AND a.run_id = ").bind(run_id.clone());
+            }
+            q.push(" GROUP BY a.run_id, a.trace_id) n");
+        }
+        // A project's may be a hundred thousand: its annotations are walked in value
+        // order (`annotations_project_order`), each kept only where it is its
+        // trace's greatest (ties to the greatest span and author), so each trace
+        // comes once and the walk stops at the page. A string's number is NULL.
+        (None, Some(project)) => {
+            q.push(
+                "(SELECT a.run_id, a.trace_id, a.number AS value FROM annotations a \
+                 WHERE a.project = ",
+            )
+            .bind(project.clone())
+            .push(" AND a.name = ")
+            .bind(name.to_string())
+            .push(format!(
+                " AND a.number IS NOT NULL AND NOT EXISTS (SELECT 1 FROM annotations b{} \
+                 WHERE b.run_id = a.run_id AND b.trace_id = a.trace_id AND b.name = a.name \
+                 AND b.number IS NOT NULL AND (b.number > a.number OR (b.number = a.number \
+                 AND (b.span_id > a.span_id OR (b.span_id = a.span_id AND b.author > a.author)))))) n",
+                DB::use_index("sqlite_autoindex_annotations_1")
+            ));
+        }
     }
-    if let Some(project) = &query.project {
-        q.push(" AND a.project = ").bind(project.clone());
-    }
-    q.push(" GROUP BY a.run_id, a.trace_id) n");
 }
 
 /// An attribute sort's cursor: the number (or the tail's mark) and, for the tail's
@@ -516,6 +538,12 @@ fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test
         DB::use_index("sqlite_autoindex_annotations_1")
     ))
     .bind(name);
+    push_note_test(q, test);
+    q.push(")");
+}
+
+/// ` AND` the test of annotation `a`'s value, when there is one (not for `exists`).
+pub(super) fn push_note_test<'a, DB: Dialect>(q: &mut Sql<'a, DB>, test: &'a Test) {
     match test {
         Test::Exists => {}
         Test::Compare(op, value) => {
@@ -527,16 +555,17 @@ fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test
             push_in(q, *negated, values, push_note_compare);
         }
     }
-    q.push(")");
 }
 
 /// A test of annotation `a`'s value: of the value's type only (a number against a
 /// string annotation matches nothing, as with attributes).
 fn push_note_compare<'a, DB: Dialect>(q: &mut Sql<'a, DB>, op: Op, value: &'a Value) {
+    // A string's number is NULL: said, so the index by run, name, number and text
+    // is searched down to the text.
     let (kind, column) = match value {
         Value::Number(_) => ("number", "a.number"),
         Value::Bool(_) => ("boolean", "a.number"),
-        Value::Text(_) => ("string", "a.text"),
+        Value::Text(_) => ("string", "a.number IS NULL AND a.text"),
     };
     q.push(format!("(a.kind = '{kind}' AND {column} {} ", op.symbol()));
     match value {

@@ -438,6 +438,10 @@ async fn traces_sort_by_a_number_annotation_and_page_without_gaps(s: S) {
     put(&s, "t3", &note(None, "score", score(4.0)), "k1", 4)
         .await
         .unwrap();
+    // t3's greatest twice, by two authors on two targets: it is listed once.
+    put(&s, "t3", &note(Some("tool"), "score", score(4.0)), "k2", 4)
+        .await
+        .unwrap();
     // t4 and t6 have a verdict only, t5 nothing.
     put(
         &s,
@@ -462,11 +466,20 @@ async fn traces_sort_by_a_number_annotation_and_page_without_gaps(s: S) {
         if !ascending {
             want.reverse();
         }
-        for limit in [1, 2, 3, 4, 50] {
+        // A run's list groups its annotations; a project's walks them in order.
+        let scopes = [
+            (Some("r1".to_string()), None),
+            (None, Some("proj".to_string())),
+        ];
+        for ((run_id, project), limit) in scopes
+            .into_iter()
+            .flat_map(|scope| [1, 2, 3, 4, 50].map(|limit| (scope.clone(), limit)))
+        {
             let seen = every_page(
                 &s,
                 TraceQuery {
-                    run_id: Some("r1".into()),
+                    run_id: run_id.clone(),
+                    project: project.clone(),
                     sort: TraceSort::Note("score".into()),
                     ascending,
                     limit,
@@ -474,8 +487,9 @@ async fn traces_sort_by_a_number_annotation_and_page_without_gaps(s: S) {
                 },
             )
             .await;
-            assert_eq!(seen.len(), 6, "every trace once, limit {limit}: {seen:?}");
-            assert_eq!(seen[..3], want, "ascending: {ascending}, limit {limit}");
+            let scope = run_id.or(project);
+            assert_eq!(seen.len(), 6, "every trace once, {scope:?}, limit {limit}: {seen:?}");
+            assert_eq!(seen[..3], want, "ascending: {ascending}, {scope:?}, limit {limit}");
             let mut rest = seen[3..].to_vec();
             rest.sort();
             assert_eq!(rest, ["t4", "t5", "t6"], "the rest, after the scores");
