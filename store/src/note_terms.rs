@@ -44,7 +44,8 @@ impl<DB: Dialect> Reader<DB> {
             }
             q.push(" AND a.name = ").bind(name.as_str());
             push_note_test(&mut q, &filter.test);
-            q.push(" LIMIT ").bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
+            q.push(" LIMIT ")
+                .bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
             let rows = self.rows(q).await?;
             if rows.is_empty() {
                 return Ok(None);

@@ -488,8 +488,16 @@ async fn traces_sort_by_a_number_annotation_and_page_without_gaps(s: S) {
             )
             .await;
             let scope = run_id.or(project);
-            assert_eq!(seen.len(), 6, "every trace once, {scope:?}, limit {limit}: {seen:?}");
-            assert_eq!(seen[..3], want, "ascending: {ascending}, {scope:?}, limit {limit}");
+            assert_eq!(
+                seen.len(),
+                6,
+                "every trace once, {scope:?}, limit {limit}: {seen:?}"
+            );
+            assert_eq!(
+                seen[..3],
+                want,
+                "ascending: {ascending}, {scope:?}, limit {limit}"
+            );
             let mut rest = seen[3..].to_vec();
             rest.sort();
             assert_eq!(rest, ["t4", "t5", "t6"], "the rest, after the scores");
