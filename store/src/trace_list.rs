@@ -91,6 +91,7 @@ impl<DB: Dialect> Reader<DB> {
             TraceSort::Spans => "t.span_count",
             TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
             TraceSort::Errors => "t.error_count",
+            TraceSort::Iterations => "t.iteration_count",
             TraceSort::Updated | TraceSort::Attr(_) | TraceSort::Note(_) => "t.updated_us",
         };
         let mut q = Sql::new(format!(

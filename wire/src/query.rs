@@ -17,6 +17,7 @@ pub enum TraceSort {
     Spans,
     Tokens,
     Errors,
+    Iterations,
     /// A numeric root attribute; traces without it come last in either order.
     Attr(String),
     /// A number or boolean annotation, on the trace or a span of it (the greatest of
@@ -33,6 +34,7 @@ impl TraceSort {
             "spans" => TraceSort::Spans,
             "tokens" => TraceSort::Tokens,
             "errors" => TraceSort::Errors,
+            "iterations" => TraceSort::Iterations,
             other => match (
                 other.strip_prefix(ATTR_PREFIX),
                 other.strip_prefix(NOTE_PREFIX),
@@ -48,7 +50,7 @@ impl TraceSort {
                         "invalid_parameter",
                         format!(
                             "sort {other:?} is not valid; valid values are: updated, duration, \
-                             spans, tokens, errors, attr.NAME for a numeric root attribute, \
+                             spans, tokens, errors, iterations, attr.NAME for a numeric root attribute, \
                              or note.NAME for a number or boolean annotation"
                         ),
                     ))
@@ -65,6 +67,7 @@ impl TraceSort {
             TraceSort::Spans => "spans".into(),
             TraceSort::Tokens => "tokens".into(),
             TraceSort::Errors => "errors".into(),
+            TraceSort::Iterations => "iterations".into(),
             TraceSort::Attr(key) => format!("{ATTR_PREFIX}{key}"),
             TraceSort::Note(name) => format!("{NOTE_PREFIX}{name}"),
         }

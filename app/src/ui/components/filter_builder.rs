@@ -42,12 +42,13 @@ const SPAN_FIELDS: [(&str, &str); 4] = [
     ("span.error_type", "span error type"),
 ];
 const OPERATORS: [&str; 7] = ["=", "!=", "<", "<=", ">", ">=", "exists"];
-const SORTS: [(&str, &str); 5] = [
+const SORTS: [(&str, &str); 6] = [
     ("updated", "last update"),
     ("duration", "duration"),
     ("spans", "spans"),
     ("tokens", "tokens"),
     ("errors", "failed spans"),
+    ("iterations", "iterations"),
 ];
 
 /// The URL with the list's parameters changed, and the selection dropped (it may

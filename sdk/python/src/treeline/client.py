@@ -183,7 +183,7 @@ class Client:
 
         filter: one test or a list of them, all of which a trace must pass, such as
         "attr.reward < 0.5" or "error_count > 0" (at most 8). sort: updated, duration,
-        spans, tokens, errors or attr.NAME; order: asc or desc (default desc).
+        spans, tokens, errors, iterations, attr.NAME or note.NAME; order: asc or desc (default desc).
         status, kind: a string or a list of strings. Without a run and without
         since_us/until_us, the server lists only recent traces (its browsing window,
         7 days by default)."""

@@ -119,6 +119,7 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         TraceSort::Duration,
         TraceSort::Spans,
         TraceSort::Errors,
+        TraceSort::Iterations,
     ] {
         for ascending in [false, true] {
             let mut seen = Vec::new();
