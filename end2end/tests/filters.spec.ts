@@ -209,10 +209,18 @@ test("a time window scopes browsing across runs and says which applies", async (
   await expect(page.locator(".window")).toContainText("2020-01-01 00:00:00 UTC");
   await expect(picker).toHaveValue("range");
 
-  // Within a run the list is the whole run, whatever the link says.
+  // A run's traces narrow the same way; "Whole run" lists them all again.
   await page.goto(`/traces?run_id=${RUN}&window=range&from=2020-01-01T00%3A00&to=2020-01-02T00%3A00`);
+  await expect(list.getByRole("listitem")).toHaveCount(0);
+  await expect(page.getByText("This run has no traces matching these filters in this window.")).toBeVisible();
+  await expect(page.locator(".window")).toHaveText("2020-01-01 00:00:00 UTC – 2020-01-02 00:00:59 UTC");
+  await picker.selectOption({ label: "Whole run" });
+  await expect(page).not.toHaveURL(/window=/);
   await expect(list.getByRole("listitem")).toHaveCount(8);
-  await expect(picker).toBeDisabled();
+  await expect(page.locator(".window")).toHaveText(`all traces of run ${RUN}`);
+  await picker.selectOption("1h");
+  await expect(page.locator(".window")).toHaveText("updated in the last hour");
+  await expect(list.getByRole("listitem")).toHaveCount(8);
 });
 
 test("changing the address while the list reloads keeps the page working", async ({ page }) => {

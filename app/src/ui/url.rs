@@ -84,11 +84,9 @@ impl WorkspaceUrl {
 
     /// The (since, until) microseconds the window asks for, seen at `now_us`: a
     /// relative window ends now; a range runs from its first minute to the end of
-    /// its last. A run's list covers the whole run, so no window applies there.
+    /// its last. Without one, a run's list covers the whole run, and a list across
+    /// runs the server's browsing window.
     pub(crate) fn window_bounds(&self, now_us: i64) -> (Option<i64>, Option<i64>) {
-        if self.run_id.is_some() {
-            return (None, None);
-        }
         match self.window.as_deref() {
             Some("range") => (
                 self.from.as_deref().and_then(format::parse_utc_minute),
@@ -315,7 +313,7 @@ mod tests {
     }
 
     #[test]
-    fn a_window_bounds_project_browsing_only() {
+    fn a_window_bounds_the_list_in_a_run_or_across_runs() {
         let hour = 3_600_000_000;
         let minute = 1_780_000_020_000_000; // a whole minute
         let now = minute + 30_000_000;
@@ -342,9 +340,14 @@ mod tests {
             (None, None)
         );
         assert_eq!(url("2w", "", "").window_bounds(now), (None, None));
-        // Within a run the list is the whole run.
+        // A run's traces narrowed to the range, and the whole run without one.
         let in_run = range.with_selection("r", "t", None);
-        assert_eq!(in_run.window_bounds(now), (None, None));
+        assert_eq!(in_run.window_bounds(now), (from, to));
+        let whole = WorkspaceUrl {
+            window: None,
+            ..in_run.clone()
+        };
+        assert_eq!(whole.window_bounds(now), (None, None));
         assert!(in_run
             .href()
             .contains("window=range&from=2026-11-29T14%3A05"));

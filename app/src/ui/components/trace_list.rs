@@ -127,11 +127,16 @@ fn Rows(first: List, url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> 
     };
     view! {
         <Show when=move || !traces.with(Vec::is_empty) fallback=move || {
-            let scoped = url.get_untracked().run_id.is_some();
+            let u = url.get_untracked();
+            let text = match (u.run_id.is_some(), u.window.is_some()) {
+                (true, false) => "This run has no traces matching these filters.",
+                (true, true) => "This run has no traces matching these filters in this window.",
+                (false, _) => "No traces match these filters in this window.",
+            };
             view! {
                 <p class="empty">
-                    {if scoped { "This run has no traces matching these filters." } else { "No traces match these filters in this window." }}
-                    " Loosen the status, kind, search or attribute filters, or pick another run."
+                    {text}
+                    " Loosen the status, kind, search, attribute or window filters, or pick another run."
                 </p>
             }
         }>

@@ -1,5 +1,6 @@
-//! The time window of a trace list across runs: a relative window or a UTC range,
-//! kept in the URL. A run's list covers the whole run, so the picker says so there.
+//! The time window of a trace list: a relative window or a UTC range, kept in the
+//! URL. Without one, a run's list covers the whole run, and a list across runs the
+//! server's browsing window.
 
 use leptos::prelude::*;
 
@@ -51,17 +52,19 @@ pub fn WindowPicker(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> i
         });
     };
     view! {
-        <label title=move || if in_run() { "a run's list covers the whole run" } else { "" }>
+        <label title="traces by their last update">
             "Window"
-            <select disabled=in_run on:change=choose>
-                <option value="" selected=move || url.get().window.is_none()>"Default"</option>
+            <select on:change=choose>
+                <option value="" selected=move || url.get().window.is_none()>
+                    {move || if in_run() { "Whole run" } else { "Default" }}
+                </option>
                 {WINDOWS.iter().map(|(key, label, _)| view! {
                     <option value=*key selected=move || url.get().window.as_deref() == Some(*key)>{*label}</option>
                 }).collect_view()}
                 <option value="range" selected=move || url.get().window.as_deref() == Some("range")>"From – to (UTC)"</option>
             </select>
         </label>
-        <Show when=move || !in_run() && url.get().window.as_deref() == Some("range")>
+        <Show when=move || url.get().window.as_deref() == Some("range")>
             <label>
                 "From (UTC)"
                 <input type="datetime-local" prop:value=move || url.get().from.unwrap_or_default()
