@@ -7,6 +7,7 @@ annotation sent in the background, only as a line in the log."""
 import math
 import unicodedata
 
+from .errors import InvalidType, InvalidValue
 from .ids import check_id
 
 MAX_NAME_BYTES = 128
@@ -19,15 +20,15 @@ _NOT_IN_NAMES = frozenset("=!<>\"'(),")
 
 def check_name(name):
     if type(name) is not str:
-        raise TypeError("annotation name must be a string, got %s" % type(name).__name__)
+        raise InvalidType("annotation name must be a string, got %s" % type(name).__name__)
     size = len(name.encode("utf-8", "surrogatepass"))
     if not 1 <= size <= MAX_NAME_BYTES:
-        raise ValueError("annotation name must be 1-%d bytes, got %d" % (MAX_NAME_BYTES, size))
+        raise InvalidValue("annotation name must be 1-%d bytes, got %d" % (MAX_NAME_BYTES, size))
     for c in name:
         if c.isspace() or c in _NOT_IN_NAMES or unicodedata.category(c) in ("Cc", "Cs"):
-            raise ValueError("annotation name %r must have no spaces, quotes, brackets, "
-                             "commas or operators (= ! < >): it is one field of a filter"
-                             % (name,))
+            raise InvalidValue("annotation name %r must have no spaces, quotes, brackets, "
+                               "commas or operators (= ! < >): it is one field of a filter"
+                               % (name,))
     return name
 
 
@@ -36,24 +37,24 @@ def check_value(value, name):
     value = _plain(value)
     if type(value) is bool or type(value) is int:
         if type(value) is int and not _fits_double(value):
-            raise ValueError("annotation %s: value must be a finite number; this integer "
-                             "is too large for one" % name)
+            raise InvalidValue("annotation %s: value must be a finite number; this integer "
+                               "is too large for one" % name)
         return value
     if type(value) is float:
         if not math.isfinite(value):
-            raise ValueError("annotation %s: value must be a finite number, got %r"
-                             % (name, value))
+            raise InvalidValue("annotation %s: value must be a finite number, got %r"
+                               % (name, value))
         return value
     if type(value) is str:
         size = _utf8_size(value, "value", name)
         if size > MAX_TEXT_BYTES:
-            raise ValueError("annotation %s: value is a string of %d bytes; at most %d"
-                             % (name, size, MAX_TEXT_BYTES))
+            raise InvalidValue("annotation %s: value is a string of %d bytes; at most %d"
+                               % (name, size, MAX_TEXT_BYTES))
         if "\0" in value:
-            raise ValueError("annotation %s: value must not contain NUL" % name)
+            raise InvalidValue("annotation %s: value must not contain NUL" % name)
         return value
-    raise TypeError("annotation %s: value must be a number, a string or a boolean, got %s"
-                    % (name, type(value).__name__))
+    raise InvalidType("annotation %s: value must be a number, a string or a boolean, got %s"
+                      % (name, type(value).__name__))
 
 
 def check_comment(comment, name):
@@ -61,13 +62,13 @@ def check_comment(comment, name):
     if comment is None:
         return None
     if type(comment) is not str:
-        raise TypeError("annotation %s: comment must be a string, got %s"
-                        % (name, type(comment).__name__))
+        raise InvalidType("annotation %s: comment must be a string, got %s"
+                          % (name, type(comment).__name__))
     if len(comment) > MAX_COMMENT_CHARS:
-        raise ValueError("annotation %s: comment is %d characters; at most %d"
-                         % (name, len(comment), MAX_COMMENT_CHARS))
+        raise InvalidValue("annotation %s: comment is %d characters; at most %d"
+                           % (name, len(comment), MAX_COMMENT_CHARS))
     if "\0" in comment:
-        raise ValueError("annotation %s: comment must not contain NUL" % name)
+        raise InvalidValue("annotation %s: comment must not contain NUL" % name)
     _utf8_size(comment, "comment", name)
     return comment or None
 
@@ -80,8 +81,8 @@ def put_body(name, value, comment=None, span_id=None, source="code"):
     person made it (a labelling notebook, say)."""
     name = check_name(name)
     if source not in SOURCES:
-        raise ValueError("annotation %s: source must be \"code\" or \"person\", got %r"
-                         % (name, source))
+        raise InvalidValue("annotation %s: source must be \"code\" or \"person\", got %r"
+                           % (name, source))
     body = {"name": name, "value": check_value(value, name), "source": source}
     comment = check_comment(comment, name)
     if comment is not None:
@@ -117,5 +118,5 @@ def _utf8_size(text, field, name):
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError:
-        raise ValueError("annotation %s: %s is not valid text (a lone surrogate)"
-                         % (name, field)) from None
+        raise InvalidValue("annotation %s: %s is not valid text (a lone surrogate)"
+                           % (name, field)) from None

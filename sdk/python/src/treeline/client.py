@@ -27,15 +27,17 @@ import zlib
 from . import redact
 from .annotations import check_name, put_body
 from .config import resolve
+from .errors import InvalidType, InvalidValue, TreelineError
 from .ids import check_id, new_key
 from .transport import USER_AGENT, Unreachable, make_opener, retry_after
+from .vocab import plain
 
 MAX_RETRIES = 3  # further attempts after a 503 (and, for a write, a network error)
 MAX_RETRY_WAIT = 30  # seconds: the most a Retry-After is honoured for
 DEFAULT_RETRY_WAIT = 1  # seconds, after a 503 that names no wait
 
 
-class ApiError(Exception):
+class ApiError(TreelineError):
     """The server answered with an error: `status` (the HTTP status), `code` (the
     snake_case word of the answer's {"error": {"code", "message"}}, or None when the
     answer was not of that shape) and `message`."""
@@ -70,25 +72,25 @@ def _error_for(status, code, message):
 def _seg(value, what):
     """One path segment, percent-encoded."""
     if type(value) is not str or not value:
-        raise TypeError("%s must be a non-empty string, got %r" % (what, value))
+        raise InvalidType("%s must be a non-empty string, got %r" % (what, value))
     return urllib.parse.quote(value, safe="")
 
 
 def _page_size(value, what="page_size"):
     if type(value) is not int or value < 1:
-        raise ValueError("%s must be a positive integer, got %r" % (what, value))
+        raise InvalidValue("%s must be a positive integer, got %r" % (what, value))
     return value
 
 
 def _int_param(value, what):
     if value is not None and type(value) is not int:
-        raise TypeError("%s must be an integer, got %r" % (what, value))
+        raise InvalidType("%s must be an integer, got %r" % (what, value))
     return value
 
 
 def _str_param(value, what):
     if value is not None and type(value) is not str:
-        raise TypeError("%s must be a string, got %r" % (what, value))
+        raise InvalidType("%s must be a string, got %r" % (what, value))
     return value
 
 
@@ -96,17 +98,23 @@ def _pair(value, what):
     """A (trace_id, span_id) pair as the API's TRACE:SPAN."""
     if not (isinstance(value, (tuple, list)) and len(value) == 2
             and all(isinstance(v, str) and v for v in value)):
-        raise TypeError("%s must be a (trace_id, span_id) pair of strings, got %r" % (what, value))
+        raise InvalidType("%s must be a (trace_id, span_id) pair of strings, got %r"
+                          % (what, value))
     return "%s:%s" % tuple(value)
 
 
 def _csv(value, what):
-    """A string, or a list of strings joined with commas."""
+    """A string, or a list of strings joined with commas (tl.Kind and tl.Status members
+    count as their strings)."""
     if value is None or type(value) is str:
         return value
-    if isinstance(value, (list, tuple, set, frozenset)) and all(type(v) is str for v in value):
-        return ",".join(value)
-    raise TypeError("%s must be a string or a list of strings, got %r" % (what, value))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        words = [plain(v) for v in value]
+        if all(type(v) is str for v in words):
+            return ",".join(words)
+    elif type(plain(value)) is str:
+        return plain(value)
+    raise InvalidType("%s must be a string or a list of strings, got %r" % (what, value))
 
 
 def _filters(value):
@@ -116,7 +124,7 @@ def _filters(value):
         return [value]
     if isinstance(value, (list, tuple)) and all(type(v) is str for v in value):
         return list(value)
-    raise TypeError("filter must be a string or a list of strings, got %r" % (value,))
+    raise InvalidType("filter must be a string or a list of strings, got %r" % (value,))
 
 
 class Client:
@@ -169,7 +177,7 @@ class Client:
         """One metric series: {"key", "points": [[step, value], ...], "downsampled"}.
         An unknown key gives an empty series."""
         if type(key) is not str or not key:
-            raise TypeError("key must be a non-empty string, got %r" % (key,))
+            raise InvalidType("key must be a non-empty string, got %r" % (key,))
         params = [("key", key),
                   ("max_points", _int_param(max_points, "max_points"))]
         return self._get("/api/runs/%s/metrics" % _seg(run_id, "run_id"), params)
@@ -223,9 +231,9 @@ class Client:
         this child's id. Give at most one of start and around; either way the level is
         then followed to its end."""
         if start is not None and around is not None:
-            raise TypeError("give start or around, not both")
+            raise InvalidType("give start or around, not both")
         if start is not None and (type(start) is not int or start < 0):
-            raise TypeError("start must be a non-negative integer, got %r" % (start,))
+            raise InvalidType("start must be a non-negative integer, got %r" % (start,))
         params = [("parent_span_id", _str_param(parent, "parent")),
                   ("name", _str_param(name, "name")),
                   ("limit", _page_size(page_size))]
@@ -249,7 +257,7 @@ class Client:
         params = [("a", _pair(a, "a")), ("b", _pair(b, "b"))]
         if threshold is not None:
             if isinstance(threshold, bool) or not isinstance(threshold, (int, float)):
-                raise TypeError("threshold must be a number, got %r" % (threshold,))
+                raise InvalidType("threshold must be a number, got %r" % (threshold,))
             params.append(("threshold", repr(float(threshold))))
         return self._get("/api/runs/%s/align" % _seg(run_id, "run_id"), params)
 

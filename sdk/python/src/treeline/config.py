@@ -7,6 +7,8 @@ on the background thread."""
 import os
 import urllib.parse
 
+from .errors import InvalidValue
+
 DEFAULT_URL = "http://127.0.0.1:3000"  # what `treeline serve` listens on by default
 
 
@@ -31,43 +33,43 @@ def check_url(url, name="url"):
     """The URL as the SDK uses it (no trailing slash, scheme in lower case), or
     ValueError saying what to write instead."""
     if type(url) is not str:
-        raise ValueError("%s must be a string such as %r, got %s"
-                         % (name, DEFAULT_URL, type(url).__name__))
+        raise InvalidValue("%s must be a string such as %r, got %s"
+                           % (name, DEFAULT_URL, type(url).__name__))
     if url != url.strip():
-        raise ValueError("%s %r has spaces or a line break around it: write %r"
-                         % (name, url, url.strip()))
+        raise InvalidValue("%s %r has spaces or a line break around it: write %r"
+                           % (name, url, url.strip()))
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
-        raise ValueError("%s %r holds a space or a control character; write the server's "
-                         "address only, such as %r" % (name, url, DEFAULT_URL))
+        raise InvalidValue("%s %r holds a space or a control character; write the server's "
+                           "address only, such as %r" % (name, url, DEFAULT_URL))
     scheme, sep, rest = url.partition("://")
     if not sep:
         # "127.0.0.1:3000" or "localhost:3000": urllib would take the host for a scheme.
-        raise ValueError("%s %r has no scheme: write %r" % (name, url, "http://" + _address(url)))
+        raise InvalidValue("%s %r has no scheme: write %r" % (name, url, "http://" + _address(url)))
     if scheme.lower() not in ("http", "https"):
-        raise ValueError("%s %r: the scheme must be http:// or https://, not %s://; write %r"
-                         % (name, url, scheme, "http://" + _address(rest)))
+        raise InvalidValue("%s %r: the scheme must be http:// or https://, not %s://; write %r"
+                           % (name, url, scheme, "http://" + _address(rest)))
     parts = urllib.parse.urlsplit(url)
     scheme = scheme.lower()
     address = _address(rest).rpartition("@")[2]
     if not parts.hostname:
-        raise ValueError("%s %r has no host: write %s://HOST:PORT, such as %r"
-                         % (name, url, scheme, DEFAULT_URL))
+        raise InvalidValue("%s %r has no host: write %s://HOST:PORT, such as %r"
+                           % (name, url, scheme, DEFAULT_URL))
     try:
         port = parts.port
     except ValueError:
         port = -1
     if port is not None and not 1 <= port <= 65535:
-        raise ValueError("%s %r: the port must be a number from 1 to 65535, such as %r"
-                         % (name, url, DEFAULT_URL))
+        raise InvalidValue("%s %r: the port must be a number from 1 to 65535, such as %r"
+                           % (name, url, DEFAULT_URL))
     if parts.username is not None or parts.password is not None:
-        raise ValueError("%s %r holds a user name or password: write %r, and give the key as "
-                         "TREELINE_API_KEY (or api_key=)" % (name, url, scheme + "://" + address))
+        raise InvalidValue("%s %r holds a user name or password: write %r, and give the key as "
+                           "TREELINE_API_KEY (or api_key=)" % (name, url, scheme + "://" + address))
     if parts.path not in ("", "/"):
-        raise ValueError("%s %r has a path %r: give the server's address only, %r"
-                         % (name, url, parts.path, scheme + "://" + address))
+        raise InvalidValue("%s %r has a path %r: give the server's address only, %r"
+                           % (name, url, parts.path, scheme + "://" + address))
     if parts.query or parts.fragment or url.endswith(("?", "#")):
-        raise ValueError("%s %r has more than an address (%r): give the server's address "
-                         "only, %r" % (name, url, url[len(scheme + "://" + address):].lstrip("/"),
+        raise InvalidValue("%s %r has more than an address (%r): give the server's address "
+                           "only, %r" % (name, url, url[len(scheme + "://" + address):].lstrip("/"),
                                        scheme + "://" + address))
     return scheme + "://" + address
 
@@ -85,23 +87,23 @@ def check_key(key, name="api_key"):
     if key is None or key == "":
         return None
     if type(key) is not str:
-        raise ValueError("%s must be a string (the key `treeline keys create` printed), got %s"
-                         % (name, type(key).__name__))
+        raise InvalidValue("%s must be a string (the key `treeline keys create` printed), got %s"
+                           % (name, type(key).__name__))
     if key.lower().startswith("bearer "):
-        raise ValueError("%s starts with 'Bearer ': give the key alone; the SDK sends the "
-                         "'Bearer ' itself" % name)
+        raise InvalidValue("%s starts with 'Bearer ': give the key alone; the SDK sends the "
+                           "'Bearer ' itself" % name)
     stripped = key.strip()
     if stripped != key and stripped and _visible(stripped) is None:
-        raise ValueError("%s has spaces or a line break around the key: remove them (the key "
-                         "itself is the %d characters between)" % (name, len(stripped)))
+        raise InvalidValue("%s has spaces or a line break around the key: remove them (the key "
+                           "itself is the %d characters between)" % (name, len(stripped)))
     bad = _visible(key)
     if bad is not None:
         c = key[bad]
         what = ("a space" if c == " " else "a control character" if ord(c) < 32 or ord(c) == 127
                 else "the character U+%04X" % ord(c))
-        raise ValueError("%s holds %s at position %d; an API key is visible ASCII characters "
-                         "without spaces, as `treeline keys create` prints it: copy it again"
-                         % (name, what, bad + 1))
+        raise InvalidValue("%s holds %s at position %d; an API key is visible ASCII characters "
+                           "without spaces, as `treeline keys create` prints it: copy it again"
+                           % (name, what, bad + 1))
     return key
 
 

@@ -14,7 +14,7 @@ def trace_op(resolve_run, fn=None, *, name=None, kind="function", step=None, ran
     """Decorates `fn` so each call is a span nested under the active span of the same
     run (a root when there is none). Return values pass through; exceptions are
     recorded as error spans and re-raised. `resolve_run()` gives the run at call time."""
-    check_open_kind(kind)
+    kind = check_open_kind(kind)
     try:
         run = resolve_run()
     except Exception:

@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 
+from .errors import InvalidValue
 from .ids import coin, new_key
 from .spool import Request
 from .eventtext import as_json, with_field
@@ -74,8 +75,8 @@ class Sender:
                  max_backoff=8.0, max_batch_items=2000, max_request_bytes=8 << 20,
                  probe_interval=5.0, on_full="block", block_timeout=10.0, max_inflight=4):
         if on_full not in ON_FULL:
-            raise ValueError("on_full %r is not valid; valid values are: %s"
-                             % (on_full, ", ".join(ON_FULL)))
+            raise InvalidValue("on_full %r is not valid; valid values are: %s"
+                               % (on_full, ", ".join(ON_FULL)))
         self.transport = transport
         self.spool = spool
         self.encoding = encoding

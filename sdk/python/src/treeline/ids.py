@@ -9,6 +9,8 @@ import random
 import re
 from time import time_ns as _time_ns
 
+from .errors import InvalidValue
+
 _rng = random.Random(os.urandom(16))
 _bits = _rng.getrandbits
 coin = _rng.random
@@ -51,7 +53,7 @@ def new_key():
 def check_id(value, field):
     if type(value) is str and _ID.match(value) and not (field == "trace_id" and value == "steps"):
         return value
-    raise ValueError(
+    raise InvalidValue(
         "%s %r must be 1-64 characters of letters, digits, '.', '_' or '-', "
         "starting with a letter or digit" % (field, value)
     )

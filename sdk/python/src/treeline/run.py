@@ -15,13 +15,16 @@ from . import decorate, redact
 from .config import DEFAULT_URL, resolve
 from .context import current_span_var, session_var, step_var
 from .delivery import COUNTERS, ON_FULL, Sender
+from .errors import InvalidType, InvalidValue
 from .ids import check_id, coin, new_run_id, new_trace_id
+from .links import say_page
 from .preview import DEFAULT_LIMIT
+from .roots import Roots
 from .session import SESSION_ID_ATTRIBUTE, Session
-from .span import NoopSpan, RemoteParent, Span, _Parent, metric_value
+from .span import NoopSpan, RemoteParent, Span, _Parent, either_input, input_of, metric_value
 from .spool import Spool
 from .transport import Transport, pick_encoding
-from .vocab import (OPEN_KINDS, check_capture, check_non_negative,
+from .vocab import (OPEN_KINDS, ROOT_KIND, check_capture, check_non_negative,
                     check_open_kind, check_run_status)
 
 log = logging.getLogger("treeline")
@@ -54,7 +57,7 @@ def default_spool_dir():
     return os.path.join(base, "treeline", "spool")
 
 
-class Run(_Parent):
+class Run(_Parent, Roots):
     """One training run: its metrics and its traces. Create it with `treeline.init`."""
 
     def __init__(self, project, name=None, config=None, *, url=None, api_key=None,
@@ -63,15 +66,15 @@ class Run(_Parent):
                  spool_dir=None, compression="auto", timeout=10.0, flush_interval=1.0,
                  batch_bytes=512 * 1024, max_queue_bytes=64 << 20, max_retries=4,
                  on_full="block", block_timeout=10.0, max_inflight=4, tracing=None,
-                 transport=None):
+                 quiet=None, transport=None):
         if type(project) is not str or not 1 <= len(project) <= 128 or any(
                 ord(c) < 32 or ord(c) == 127 for c in project):
-            raise ValueError("project must be 1-128 characters with no control characters")
+            raise InvalidValue("project must be 1-128 characters with no control characters")
         if name is not None and type(name) is not str:
-            raise TypeError("name must be a string")
+            raise InvalidType("name must be a string")
         if on_full not in ON_FULL:
-            raise ValueError("on_full %r is not valid; valid values are: %s"
-                             % (on_full, ", ".join(ON_FULL)))
+            raise InvalidValue("on_full %r is not valid; valid values are: %s"
+                               % (on_full, ", ".join(ON_FULL)))
         self.project = project
         self.name = name
         self.run_id = check_id(run_id, "run_id") if run_id is not None else new_run_id()
@@ -79,7 +82,7 @@ class Run(_Parent):
         if sample_rate is None:
             sample_rate = _env_rate()
         if not 0.0 <= float(sample_rate) <= 1.0:
-            raise ValueError("sample_rate must be between 0 and 1, got %r" % (sample_rate,))
+            raise InvalidValue("sample_rate must be between 0 and 1, got %r" % (sample_rate,))
         self.sample_rate = float(sample_rate)
         if rank is None and os.environ.get("RANK", "").isdigit():
             rank = int(os.environ["RANK"])  # torch.distributed's launcher sets it
@@ -93,6 +96,8 @@ class Run(_Parent):
         if tracing is None:
             tracing = not _env_flag("TREELINE_DISABLED")
         self.tracing = bool(tracing) and not self._inert
+        # TREELINE_QUIET (quiet=True): no line with the run's dashboard page.
+        self.quiet = _env_flag("TREELINE_QUIET") if quiet is None else bool(quiet)
         self._live = {}
         self._trace_drops = {}  # trace id -> spans of it dropped, for its root's close
         self._reported = None
@@ -124,15 +129,20 @@ class Run(_Parent):
             body["config"] = _jsonable(redact.redact_config(_as_dict(config)))
         self._sender.put_request("PUT", "/api/runs/" + self.run_id, body, "run")
         _register(self)
+        say_page(self, "started" if run_id is None else "joined")
 
     # -- spans ----------------------------------------------------------------------
 
-    def trace(self, name, kind="custom", *, step=None, rank=None, thread_id=None,
-              attributes=None, inputs=None, capture=None, metrics=None, links=None):
-        """A root span: a new trace. Sampling is decided here, once per root (inside a
-        session, once per session)."""
-        if kind not in OPEN_KINDS:
-            check_open_kind(kind)
+    def trace(self, name, kind=ROOT_KIND, *, step=None, rank=None, thread_id=None,
+              attributes=None, inputs=None, capture=None, metrics=None, links=None,
+              input=None):
+        """A root span: a new trace, of kind `agent` unless told. Sampling is decided
+        here, once per root (inside a session, once per session). `input=` is another
+        spelling of `inputs=`."""
+        if type(kind) is not str or kind not in OPEN_KINDS:
+            kind = check_open_kind(kind)
+        if input is not None:
+            inputs = either_input(inputs, input)
         session = session_var.get()
         if session is not None and session.run is self:
             if not session.is_recording:
@@ -150,7 +160,7 @@ class Run(_Parent):
         if thread_id is None:
             thread_id = threading.current_thread().name
         elif type(thread_id) is not str:
-            raise TypeError("thread_id must be a string, got %s" % type(thread_id).__name__)
+            raise InvalidType("thread_id must be a string, got %s" % type(thread_id).__name__)
         root = Span(self, new_trace_id(), None, name, kind, step,
                     self.rank if rank is None else rank, thread_id[:256],
                     capture or self.capture, attributes, inputs, metrics, links)
@@ -164,24 +174,24 @@ class Run(_Parent):
         a root. Takes the fields of trace()."""
         if parent_span_id is None:
             if trace_id is not None:
-                raise ValueError("trace_id= names the trace of parent_span_id=; without a "
-                                 "parent, a span opens a new trace")
+                raise InvalidValue("trace_id= names the trace of parent_span_id=; without a "
+                                   "parent, a span opens a new trace")
             parent = self._current()
             if parent is not None:
                 return parent.span(name, kind, **kw)
             return self.trace(name, kind, **kw)
-        check_open_kind(kind)
+        kind = check_open_kind(kind)
         check_id(parent_span_id, "parent_span_id")
         if not self.tracing:
-            return NoopSpan(self, kw.get("attributes"), name, kind, None, kw.get("inputs"))
+            return NoopSpan(self, kw.get("attributes"), name, kind, None, input_of(kw))
         parent = self._live.get(parent_span_id)
         if parent is None:
             current = self._current()
             if trace_id is None and current is not None:
                 trace_id = current.trace_id
             if trace_id is None:
-                raise ValueError("parent_span_id %r is not an open span of this process; pass "
-                                 "trace_id= too (or use a carrier)" % parent_span_id)
+                raise InvalidValue("parent_span_id %r is not an open span of this process; pass "
+                                   "trace_id= too (or use a carrier)" % parent_span_id)
             parent = RemoteParent(self, check_id(trace_id, "trace_id"), parent_span_id,
                                   rank=self.rank, thread_id=threading.current_thread().name)
         return parent.span(name, kind, **kw)
@@ -192,11 +202,11 @@ class Run(_Parent):
                          **kw).start()
 
     def session(self, name="session", *, step=None, rank=None, attributes=None,
-                inputs=None, capture=None, metrics=None):
+                inputs=None, capture=None, metrics=None, input=None):
         """`with run.session("chat 42") as s:` every trace opened in the block is a turn
         of the session; on exit, the childless `session` summary root is written."""
         return Session(self, name, step=step, rank=rank, attributes=attributes,
-                       inputs=inputs, capture=capture, metrics=metrics)
+                       inputs=either_input(inputs, input), capture=capture, metrics=metrics)
 
     def trace_op(self, fn=None, **options):
         """`@run.trace_op` or `@run.trace_op(name=, kind="function", step=, rank=,
@@ -206,17 +216,19 @@ class Run(_Parent):
             return fn if fn is not None else (lambda f: f)
         return decorate.trace_op(lambda: self, fn, **options)
 
+    op = trace_op
+
     def attach_trace_context(self, carrier):
         """`with run.attach_trace_context(carrier) as parent:` spans opened in the block
         (or on `parent`) join the trace the carrier came from."""
         if not isinstance(carrier, dict):
-            raise TypeError("a trace carrier is the dict from span.context()")
+            raise InvalidType("a trace carrier is the dict from span.context()")
         if not self.tracing:
             return NoopSpan(self)
         run_id = carrier.get("run_id")
         if run_id != self.run_id:
-            raise ValueError("this carrier belongs to run %r, not to run %r; carriers are "
-                             "run-scoped" % (run_id, self.run_id))
+            raise InvalidValue("this carrier belongs to run %r, not to run %r; carriers are "
+                               "run-scoped" % (run_id, self.run_id))
         if not carrier.get("sampled", True):
             return NoopSpan(self)
         step, rank = carrier.get("step"), carrier.get("rank")
@@ -305,6 +317,7 @@ class Run(_Parent):
                                  {"status": status, "end_us": time.time_ns() // 1000}, "finish")
         ok = self._sender.close(timeout)
         self._report_losses()
+        say_page(self, status)
         return ok
 
     @property
@@ -353,6 +366,7 @@ class Run(_Parent):
         if self._inert:
             return
         self._close_live("interrupted")
+        status = None  # set when this exit finishes the run
         if self.finish_on_exit and not self._finished:
             self._finished = True
             status = "failed" if _state["uncaught"] else "finished"
@@ -375,6 +389,8 @@ class Run(_Parent):
             log.warning("treeline: run %s: some data could not be sent and waits in %s; "
                         "send it later with: treeline-sync %s", self.run_id, self.spool_dir,
                         self.spool_dir)
+        if status is not None:
+            say_page(self, status)
 
     def __enter__(self):
         return self
@@ -395,8 +411,10 @@ def init(project, name=None, config=None, *, url=None, api_key=None, run_id=None
     from the environment when not given; TREELINE_DISABLED=1 switches tracing off
     (metrics still flow) and TREELINE_OFF=1 switches everything off.
     Never contacts the server in this call: the run is created by the background sender.
-    Raises ValueError, saying what to write instead, for a URL or key that cannot work:
-    the one mistake the SDK raises for outside the API's own misuse."""
+    Logs the run's dashboard page (logger treeline.link), here and when the run
+    finishes, unless quiet=True or TREELINE_QUIET=1.
+    Raises tl.InvalidValue (a ValueError), saying what to write instead, for a URL or
+    key that cannot work: the one mistake the SDK raises for outside the API's own misuse."""
     run = Run(project, name, config, url=url, api_key=api_key, run_id=run_id, **options)
     _default[0] = run
     return run

@@ -9,9 +9,11 @@ import threading
 import time
 
 from .context import reset, session_var, step_var
+from .errors import InvalidType, InvalidValue
 from .ids import coin, new_trace_id
-from .span import NoopSpan, Span, status_for
-from .vocab import check_capture, check_non_negative
+from .roots import Roots
+from .span import NoopSpan, Span, either_input, status_for
+from .vocab import ROOT_KIND, check_capture, check_non_negative
 
 # On every turn's root: the trace id of its session's summary root.
 SESSION_ID_ATTRIBUTE = "treeline.session_id"
@@ -20,7 +22,7 @@ TURNS_ATTRIBUTE = "treeline.turns"
 FAILED_TURNS_ATTRIBUTE = "treeline.failed_turns"
 
 
-class Session:
+class Session(Roots):
     """`with run.session("chat 42") as s:` (or `tl.session(...)`). Every trace opened
     in the block (run.trace, or a span with no parent) is a turn: its root gets the
     attribute treeline.session_id. On exit the `session` root is written, linked to
@@ -28,11 +30,12 @@ class Session:
     one: its turns follow its decision."""
 
     def __init__(self, run, name="session", *, step=None, rank=None, attributes=None,
-                 inputs=None, capture=None, metrics=None):
+                 inputs=None, capture=None, metrics=None, input=None):
         if type(name) is not str:
-            raise TypeError("a session name must be a string, got %s" % type(name).__name__)
+            raise InvalidType("a session name must be a string, got %s" % type(name).__name__)
         if not name:
-            raise ValueError("a session name must not be empty")
+            raise InvalidValue("a session name must not be empty")
+        inputs = either_input(inputs, input)
         check_capture(capture)
         step = check_non_negative(step, "step")
         rank = check_non_negative(rank, "rank")
@@ -65,10 +68,10 @@ class Session:
         """The root spans of the turns opened so far."""
         return list(self._turns)
 
-    def trace(self, name, kind="custom", **kw):
+    def trace(self, name, kind=ROOT_KIND, **kw):
         """A turn: run.trace(...) with this session active."""
         if self.run is None:
-            return NoopSpan(None, kw.get("attributes"), name, kind)
+            return NoopSpan(None).span(name, kind, **kw)
         token = session_var.set(self)
         try:
             return self.run.trace(name, kind, **kw)
@@ -85,6 +88,9 @@ class Session:
     def set_output(self, value):
         self._root.set_output(value)
         return self
+
+    input = set_input
+    output = set_output
 
     def set_attribute(self, name, value):
         self._root.set_attribute(name, value)
@@ -108,8 +114,8 @@ class Session:
 
     def __enter__(self):
         if self._start_us is not None:
-            raise ValueError("session %r was already entered; a session is entered once"
-                             % self.name)
+            raise InvalidValue("session %r was already entered; a session is entered once"
+                               % self.name)
         self._start_us = time.time_ns() // 1000
         self._token = session_var.set(self)
         return self

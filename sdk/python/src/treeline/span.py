@@ -10,10 +10,12 @@ from .annotations import put_body
 from .attrs import MAX_ATTRIBUTES, attribute_items, check_attributes, is_plain, process_note
 from .context import attributes_var, current_span_var, reset, step_var
 from .delivery import warn_limited
+from .errors import InvalidType, InvalidValue
 from .eventtext import close_text, open_text
 from .ids import check_id, new_span_id
 from .preview import message_preview, sized_preview, traceback_preview
-from .vocab import OPEN_KINDS, check_capture, check_non_negative, check_open_kind, check_status
+from .vocab import (AGENT_SHAPED, OPEN_KINDS, check_capture, check_non_negative,
+                    check_open_kind, check_status)
 
 _now_ns = time.time_ns
 _MAX_NAME = 1024
@@ -22,17 +24,22 @@ DROPPED_SPANS_ATTRIBUTE = "treeline.dropped_spans"
 
 
 class _Parent:
-    """Child constructors and kind-named helpers, shared by everything spans can hang off."""
+    """Child constructors and kind-named helpers, shared by everything spans can hang
+    off. The second call surface's names (llm_call, tool_call, sub_agent) are the same
+    methods under other names."""
 
     __slots__ = ()
 
     def span(self, name, kind="custom", *, step=None, rank=None, thread_id=None,
              attributes=None, inputs=None, capture=None, metrics=None, links=None,
-             parent_span_id=None):
+             parent_span_id=None, input=None):
         """A child span; its open is queued when its block is entered (or on start()).
-        `parent_span_id` hangs it under another span of the same trace instead."""
-        if kind not in OPEN_KINDS:
-            check_open_kind(kind)
+        `parent_span_id` hangs it under another span of the same trace instead.
+        `input=` is another spelling of `inputs=`."""
+        if type(kind) is not str or kind not in OPEN_KINDS:
+            kind = check_open_kind(kind)
+        if input is not None:
+            inputs = either_input(inputs, input)
         run = self.run
         if parent_span_id is not None and parent_span_id != self.span_id:
             return self._other_parent(parent_span_id).span(
@@ -51,7 +58,7 @@ class _Parent:
         if thread_id is None:
             thread_id = self.thread_id
         elif type(thread_id) is not str:
-            raise TypeError("thread_id must be a string, got %s" % type(thread_id).__name__)
+            raise InvalidType("thread_id must be a string, got %s" % type(thread_id).__name__)
         kids = self._kids  # None under a parent of another process: the server numbers it
         return Span(run, self.trace_id, self.span_id, name, kind, step,
                     self.rank if rank is None else rank, thread_id,
@@ -76,11 +83,13 @@ class _Parent:
         """A model call (an LLM or a policy); the prompt is its input."""
         return self.span(name, "model", **with_inputs(kw, prompt))
 
-    llm = model
+    llm = llm_call = model
 
     def tool(self, name, inputs=None, **kw):
         """A tool call; `inputs` are the tool's arguments, set_output its result."""
         return self.span(name, "tool", inputs=inputs, **kw)
+
+    tool_call = tool
 
     def thought(self, name="thought", text=None, **kw):
         """The agent's reasoning; the text is the span's output."""
@@ -93,9 +102,19 @@ class _Parent:
         """A nested agent, with children of its own."""
         return self.span(name, "agent", inputs=inputs, **kw)
 
+    sub_agent = agent
+
     def iteration(self, name="iteration", inputs=None, **kw):
         """One pass of a perceive-act loop; the trace counts these."""
         return self.span(name, "iteration", inputs=inputs, **kw)
+
+    def artifact(self, name, inputs=None, **kw):
+        """Something the agent produced (a file, a patch); point at it in attributes."""
+        return self.span(name, "artifact", inputs=inputs, **kw)
+
+    def function(self, name, inputs=None, **kw):
+        """A plain function call, its arguments as the input; what trace_op records."""
+        return self.span(name, "function", inputs=inputs, **kw)
 
 
 class _Bodies:
@@ -113,31 +132,34 @@ class _Bodies:
         """Sent with the close, and only under capture="preview" (redacted, bounded)."""
         return self._record(2, "output", value, None)
 
+    input = set_input
+    output = set_output
+
     def prompt(self, value):
         """A model span's prompt (its input): a string or a list of chat messages."""
-        return self._record(1, "prompt", value, "model")
+        return self._record(1, "prompt", value, _MODEL)
 
     def completion(self, value):
         """A model span's completion (its output)."""
-        return self._record(2, "completion", value, "model")
+        return self._record(2, "completion", value, _MODEL)
 
     def text(self, value):
         """A thought span's text (its output)."""
-        return self._record(2, "text", value, "thought")
+        return self._record(2, "text", value, _THOUGHT)
 
     def task_input(self, value):
-        """An agent span's task (its input)."""
-        return self._record(1, "task_input", value, "agent")
+        """The task (the input) of an agent-shaped span: agent, iteration, artifact."""
+        return self._record(1, "task_input", value, AGENT_SHAPED)
 
     def final_output(self, value):
-        """An agent span's final answer (its output)."""
-        return self._record(2, "final_output", value, "agent")
+        """The final answer (the output) of an agent, iteration or artifact span."""
+        return self._record(2, "final_output", value, AGENT_SHAPED)
 
-    def _claim(self, bit, word, kind):
-        if kind is not None and self.kind is not None and self.kind != kind:
-            raise ValueError("%s() is for %s spans; span %r is a %s span (use %s)"
-                             % (word, kind, self.name, self.kind,
-                                "set_input" if bit == 1 else "set_output"))
+    def _claim(self, bit, word, kinds):
+        if kinds is not None and self.kind is not None and self.kind not in kinds:
+            raise InvalidValue("%s() is for %s spans; span %r is a %s span (use %s)"
+                               % (word, _one_of(kinds), self.name, self.kind,
+                                  "set_input" if bit == 1 else "set_output"))
         if self._bodies & bit:
             which = "input" if bit == 1 else "output"
             raise BodyAlreadyRecorded(
@@ -148,8 +170,16 @@ class _Bodies:
         self._bodies |= bit
 
 
-class BodyAlreadyRecorded(ValueError):
-    """A span's input or output was recorded a second time."""
+_MODEL, _THOUGHT = ("model",), ("thought",)  # the kinds a kind-named setter is for
+
+
+def _one_of(words):
+    """("a",) -> "a"; ("a", "b", "c") -> "a, b or c"."""
+    return words[0] if len(words) == 1 else "%s or %s" % (", ".join(words[:-1]), words[-1])
+
+
+class BodyAlreadyRecorded(InvalidValue):
+    """A span's input or output was recorded a second time (a ValueError too)."""
 
 
 class Span(_Parent, _Bodies):
@@ -164,9 +194,9 @@ class Span(_Parent, _Bodies):
     def __init__(self, run, trace_id, parent_span_id, name, kind, step, rank, thread_id,
                  capture, attributes, inputs, metrics, links, ordinal=0):
         if type(name) is not str:
-            raise TypeError("span name must be a string, got %s" % type(name).__name__)
+            raise InvalidType("span name must be a string, got %s" % type(name).__name__)
         if not name:
-            raise ValueError("span name must not be empty")
+            raise InvalidValue("span name must not be empty")
         if len(name) > _MAX_NAME:
             name = name[:_MAX_NAME]
         if step is not None and (type(step) is not int or step < 0):
@@ -308,8 +338,9 @@ class Span(_Parent, _Bodies):
         return False
 
     def end(self, status="ok"):
-        """Closes the span with this status (ok, error, cancelled, truncated, interrupted)."""
-        check_status(status)
+        """Closes the span with this status (ok, error, cancelled, truncated, interrupted,
+        or a tl.Status)."""
+        status = check_status(status)
         if self._state == 0:
             self.start()
         self._close(status)
@@ -578,12 +609,12 @@ class NoopSpan(_Parent, _Bodies):
         self._token = self._prev = None
 
     def span(self, name, kind="custom", *, attributes=None, parent_span_id=None, **kw):
-        check_open_kind(kind)
+        kind = check_open_kind(kind)
         if parent_span_id is not None:
             check_id(parent_span_id, "parent_span_id")
         if self._lost is not None:
             self.run._lost_span(self._lost, subtree=True)
-        return NoopSpan(self.run, attributes, name, kind, self._lost, kw.get("inputs"))
+        return NoopSpan(self.run, attributes, name, kind, self._lost, input_of(kw))
 
     def start(self):
         return self
@@ -663,13 +694,27 @@ def _carrier(span):
     }
 
 
-def with_inputs(kw, value):
-    """Lets a kind's own word for its input (prompt=) stand in for inputs=."""
+def with_inputs(kw, value, word="prompt"):
+    """Lets a kind's own word for its input (prompt=, task_input=) stand in for inputs=."""
     if value is not None:
-        if kw.get("inputs") is not None:
-            raise TypeError("pass the input once: prompt= or inputs=, not both")
+        if kw.get("inputs") is not None or kw.get("input") is not None:
+            raise InvalidType("pass the input once: %s= or inputs=, not both" % word)
         kw["inputs"] = value
     return kw
+
+
+def either_input(inputs, input):
+    """The input given as `inputs=` or as `input=` (the second surface's spelling)."""
+    if input is None:
+        return inputs
+    if inputs is not None:
+        raise InvalidType("pass the input once: input= or inputs=, not both")
+    return input
+
+
+def input_of(kw):
+    """The input in the keyword arguments of a constructor, under either spelling."""
+    return either_input(kw.get("inputs"), kw.get("input"))
 
 
 def status_for(exc_type):

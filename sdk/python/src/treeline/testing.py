@@ -18,11 +18,13 @@ import tempfile
 import time
 import urllib.request
 
+from .errors import TreelineError
+
 # How much of the log a failure quotes: the end is where the server says why.
 TAIL_BYTES = 3000
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(TreelineError, RuntimeError):
     """`treeline serve` exited, or did not answer /healthz in time; the message names
     the log and ends with its tail."""
 

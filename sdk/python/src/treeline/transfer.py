@@ -20,6 +20,7 @@ import os
 import time
 
 from .client import ApiError, _error_for
+from .errors import InvalidType
 from .ids import check_id, new_key
 from .config import resolve
 from .transport import Transport, Unreachable, _dumps, compress, pick_encoding
@@ -139,8 +140,8 @@ def _records(source):
     elif hasattr(source, "read"):
         yield from _parsed(source)
     elif isinstance(source, (dict, bytes, bytearray)):
-        raise TypeError("source must be a path, a file object or an iterable of dicts, "
-                        "got %s" % type(source).__name__)
+        raise InvalidType("source must be a path, a file object or an iterable of dicts, "
+                          "got %s" % type(source).__name__)
     else:
         for number, item in enumerate(source, 1):
             if isinstance(item, dict):

@@ -7,6 +7,7 @@ import threading
 import urllib.error
 import urllib.request
 
+from .errors import InvalidValue, TreelineError
 from .version import __version__
 
 # zstd compresses JSON better than gzip at a fraction of its CPU. Python 3.14 has it in
@@ -24,7 +25,7 @@ USER_AGENT = "treeline-python/" + __version__
 _MIN_COMPRESS = 1024  # small bodies are not worth the CPU
 
 
-class Unreachable(Exception):
+class Unreachable(TreelineError):
     """The server could not be reached or cannot take data now: keep the data."""
 
 
@@ -48,11 +49,11 @@ def pick_encoding(preference="auto"):
     if preference == "auto":
         return "zstd" if zstd_source() else "gzip"
     if preference == "zstd" and not zstd_source():
-        raise ValueError("compression 'zstd' needs Python 3.14 (compression.zstd) or the "
-                         "zstandard package; use 'auto' to fall back to gzip")
+        raise InvalidValue("compression 'zstd' needs Python 3.14 (compression.zstd) or the "
+                           "zstandard package; use 'auto' to fall back to gzip")
     if preference not in ("gzip", "zstd", "none"):
-        raise ValueError("compression must be one of: auto, gzip, zstd, none; got %r"
-                         % (preference,))
+        raise InvalidValue("compression must be one of: auto, gzip, zstd, none; got %r"
+                           % (preference,))
     return preference
 
 
