@@ -11,6 +11,8 @@ pub const OTLP_LOGS: &str = "/v1/logs";
 pub const HEALTH: &str = "/healthz";
 
 pub const PROJECTS: &str = "/projects";
+/// A project's run of the day, for tracing without a run (as OTLP's spans do).
+pub const PROJECT_DAILY_RUN: &str = "/projects/{project}/daily-run";
 pub const RUNS: &str = "/runs";
 pub const RUN: &str = "/runs/{run_id}";
 pub const RUN_FINISH: &str = "/runs/{run_id}/finish";
@@ -46,6 +48,7 @@ pub const SESSION: &str = "/session";
 /// Every API route with its methods, for tests that must cover them all.
 pub const ALL: &[(&str, &str)] = &[
     ("GET", PROJECTS),
+    ("POST", PROJECT_DAILY_RUN),
     ("GET", RUNS),
     ("GET", RUN),
     ("PUT", RUN),

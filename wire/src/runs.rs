@@ -50,6 +50,17 @@ impl RunUpsert {
     }
 }
 
+/// The answer of `POST /api/projects/{project}/daily-run`: the project's run of the
+/// day, where a tracer with a project and no run of its own writes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DailyRun {
+    pub run_id: String,
+    pub name: String,
+    pub project: String,
+    /// The UTC day, `YYYY-MM-DD`.
+    pub date: String,
+}
+
 /// The name OTLP gives a project's run of one UTC day (`date` is `YYYY-MM-DD`).
 pub fn daily_run_name(project: &str, date: &str) -> String {
     format!("{project} {date} {DAILY_SUFFIX}")

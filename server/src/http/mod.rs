@@ -6,6 +6,7 @@ pub mod body;
 pub mod bounded;
 pub mod budget;
 mod compare;
+mod daily;
 pub mod error;
 mod export;
 mod extract;
@@ -26,7 +27,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use treeline_wire::routes;
@@ -55,6 +56,9 @@ pub struct AppState {
     /// Whether auth was on at the last request (0 not known yet, 1 off, 2 on), so a
     /// change is logged once.
     pub auth_seen: Arc<std::sync::atomic::AtomicU8>,
+    /// The runs OTLP and the daily-run route have placed, shared so both place a
+    /// project's run of the day alike.
+    pub daily_runs: Arc<crate::otlp::runs::Runs>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -72,6 +76,7 @@ impl AppState {
             body_budget: budget::new_budget(),
             signin_throttle: Arc::default(),
             auth_seen: Arc::default(),
+            daily_runs: Arc::default(),
         }
     }
 }
@@ -88,6 +93,7 @@ pub fn now_us() -> i64 {
 pub fn router(state: AppState) -> Router {
     let writes = ingest::router()
         .merge(annotations::writes())
+        .route(routes::PROJECT_DAILY_RUN, post(daily::daily_run))
         .route_layer(middleware::from_fn(guard::require_json))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

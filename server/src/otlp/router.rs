@@ -38,7 +38,7 @@ struct OtlpState {
 pub fn router(state: AppState) -> Router {
     let otlp = OtlpState {
         app: state.clone(),
-        runs: Arc::new(Runs::default()),
+        runs: state.daily_runs.clone(),
     };
     Router::new()
         .route(

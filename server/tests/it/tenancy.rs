@@ -91,6 +91,92 @@ async fn a_squatted_daily_run_captures_no_spans(t: common::TestStore) {
     assert_eq!(traces_seen(&app, &own, &gamma).await.len(), 3);
 }
 
+async fn a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    let (_, beta) = app.key("write", Some("beta")).await;
+    let (_, gamma) = app.key("write", Some("gamma")).await;
+    let (_, gamma_reads) = app.key("read", Some("gamma")).await;
+    let now = now_us();
+    let day = day_of(now);
+    // beta squats gamma's daily id: gamma's tracer is given its alternate instead.
+    let squatted = daily_run_id("gamma", day);
+    let made = app
+        .send(
+            "PUT",
+            &format!("/api/runs/{squatted}"),
+            &beta,
+            json!({"project": "beta"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let asked = app
+        .send("POST", "/api/projects/gamma/daily-run", &gamma, json!({}))
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.body);
+    let placed = asked.json();
+    let run = placed["run_id"].as_str().unwrap_or_default().to_string();
+    assert!(run.starts_with(&format!("{squatted}-")), "{placed}");
+    assert_eq!(placed["project"], "gamma");
+    assert!(
+        placed["name"].as_str().is_some_and(
+            |n| n.starts_with("gamma ") && n.contains(placed["date"].as_str().unwrap_or("?"))
+        ),
+        "{placed}"
+    );
+    // Asked again, the same run; and gamma's OTLP spans without a run land in it too.
+    let again = app
+        .send("POST", "/api/projects/gamma/daily-run", BOOT, json!({}))
+        .await;
+    assert_eq!(again.json()["run_id"], json!(run), "{}", again.body);
+    let sent = app
+        .send("POST", "/v1/traces", &gamma, export("gamma", 7, now))
+        .await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    let events = json!({"events": [
+        {"op": "open", "trace_id": "a1", "span_id": "s1", "name": "serve request", "kind": "agent", "ts": now},
+        {"op": "close", "trace_id": "a1", "span_id": "s1", "status": "ok", "ts": now + 5},
+    ]});
+    let wrote = app
+        .send(
+            "POST",
+            &format!("/api/runs/{run}/traces/events"),
+            &gamma,
+            events,
+        )
+        .await;
+    assert_eq!(wrote.status, StatusCode::OK, "{}", wrote.body);
+    let mut seen = traces_seen(&app, &run, &gamma).await;
+    seen.sort();
+    assert_eq!(seen, [format!("{:032x}", 7), "a1".to_string()]);
+    assert!(traces_seen(&app, &squatted, &beta).await.is_empty());
+
+    // Another project's run of the day is not gamma's to ask for; a read key may
+    // not ask at all; a project that breaks the rules is named.
+    let other = app
+        .send("POST", "/api/projects/beta/daily-run", &gamma, json!({}))
+        .await;
+    assert_eq!(other.status, StatusCode::FORBIDDEN, "{}", other.body);
+    let read = app
+        .send(
+            "POST",
+            "/api/projects/gamma/daily-run",
+            &gamma_reads,
+            json!({}),
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::FORBIDDEN, "{}", read.body);
+    let bad = app
+        .send(
+            "POST",
+            "/api/projects/bad%0Aname/daily-run",
+            BOOT,
+            json!({}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
+    assert!(bad.body.contains("project"), "{}", bad.body);
+}
+
 /// An OTLP export into the named run `run`, with `key`.
 fn named_export(run: &str, project: &str, trace: u32) -> Value {
     let mut body = export(project, 9, now_us());
@@ -191,6 +277,7 @@ async fn racing_requests_cross_no_projects(t: common::TestStore) {
 
 on_both!(tokio::test(flavor = "multi_thread", worker_threads = 2), |t| t;
     a_squatted_daily_run_captures_no_spans,
+    a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects,
     racing_requests_cross_no_projects,
 );
 
