@@ -26,6 +26,7 @@ from .errors import InvalidType, InvalidValue, TreelineError
 from .helpers import (agent, agent_trace, artifact, close, function, iteration, llm, llm_call,
                       model, model_trace, op, session, span, sub_agent, thought, tool,
                       tool_call, trace, trace_op)
+from .project import ProjectTracer, tracer
 from .run import Run, current_run, flush, init
 from .session import Session
 from .span import DROPPED_SPANS_ATTRIBUTE, BodyAlreadyRecorded, NoopSpan, RemoteParent, Span

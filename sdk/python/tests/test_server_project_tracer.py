@@ -1,0 +1,92 @@
+"""A tracer anchored to a project alone (`tl.tracer(project)`): its traces go to the
+project's run of the day, the run the server gives that project's OpenTelemetry spans,
+checked against a real `treeline serve`, with and without keys."""
+
+import datetime
+import secrets
+
+import pytest
+
+import treeline as tl
+from treeline.project import daily_run_id
+from conftest import create_key
+
+
+def _today():
+    return datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+
+
+def test_the_daily_id_is_the_servers_for_plain_and_changed_project_names():
+    assert daily_run_id("my-agent", "2025-11-29") == "my-agent-2025-11-29"
+    changed = daily_run_id("My Agent!", "2025-11-29")
+    assert changed.startswith("My-Agent--") and changed.endswith("-2025-11-29")
+    assert daily_run_id("!!!", "2025-11-29").startswith("otel-")
+
+
+@pytest.mark.server
+def test_a_project_tracer_writes_its_traces_to_the_projects_run_of_the_day(server, tmp_path):
+    project = "svc-" + secrets.token_hex(3)
+    tracer = tl.tracer(project, url=server.url, spool_dir=str(tmp_path), quiet=True)
+    with tracer.agent_trace("handle request", task_input={"q": "refund order 7"}) as root:
+        with root.llm_call("planner", prompt="what to do") as llm:
+            llm.output("call the refund tool")
+        with root.tool_call("refund", input={"order": 7}) as tool:
+            tool.output({"ok": True})
+        root.final_output("refunded")
+    with pytest.raises(tl.InvalidValue, match="no step"):
+        tracer.trace("nightly eval", step=3)
+    assert tracer.flush()
+
+    client = tl.Client(server.url)
+    runs = list(client.runs(project=project))
+    assert [r["run_id"] for r in runs] == [tracer.run_id]
+    assert runs[0]["name"] == "%s %s (OpenTelemetry)" % (project, _today())
+    # The id is the one the server's OTLP route gives the project (no one else holds it).
+    assert tracer.run_id == daily_run_id(project, _today())
+    traces = list(client.traces(run_id=tracer.run_id))
+    assert [(t["name"], t["kind"], t["span_count"]) for t in traces] == [
+        ("handle request", "agent", 3)]
+
+    # A second tracer of the project, another process say, writes beside it.
+    other = tl.tracer(project, url=server.url, spool_dir=str(tmp_path), quiet=True)
+    assert other.run_id == tracer.run_id
+    with other.trace("nightly eval", kind="evaluator"):
+        pass
+    assert other.flush()
+    assert sorted(t["name"] for t in client.traces(run_id=tracer.run_id)) == [
+        "handle request", "nightly eval"]
+
+
+@pytest.mark.server
+def test_a_project_key_places_only_its_own_project(server_factory, tmp_path):
+    data = tmp_path / "data"
+    proc = server_factory(data_dir=str(data)).start()
+    alpha = create_key(data, "write", project="alpha")
+    reader = create_key(data, "read")
+    tracer = tl.tracer("alpha", url=proc.url, api_key=alpha, spool_dir=str(tmp_path),
+                       quiet=True)
+    with tracer.trace("served"):
+        pass
+    assert tracer.flush()
+    # Another project's run of the day, or any with a read key: refused at setup,
+    # as the SDK's own error family.
+    with pytest.raises(tl.TreelineError) as refused:
+        tl.tracer("beta", url=proc.url, api_key=alpha, spool_dir=str(tmp_path), quiet=True)
+    assert refused.value.status == 403 and "alpha" in str(refused.value)
+    with pytest.raises(tl.AuthError):
+        tl.tracer("alpha", url=proc.url, api_key=reader, spool_dir=str(tmp_path), quiet=True)
+    listed = list(tl.Client(proc.url, alpha).traces(run_id=tracer.run_id))
+    assert [t["name"] for t in listed] == ["served"]
+
+
+def test_a_switched_off_project_tracer_sends_nothing_and_asks_nothing():
+    tracer = tl.tracer("quiet-svc", url="http://127.0.0.1:1", disabled=True)
+    with tracer.trace("ignored") as root:
+        assert not root.is_recording
+    assert tracer.run_id == daily_run_id("quiet-svc", _today())
+    assert tracer.flush()
+
+
+def test_a_project_tracer_takes_no_run_of_its_own():
+    with pytest.raises(tl.InvalidValue, match="run of the day"):
+        tl.tracer("svc", run_id="mine", disabled=True)
