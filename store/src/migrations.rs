@@ -74,6 +74,11 @@ const SQLITE: Embedded = Embedded(&[
         "annotation order",
         include_str!("../migrations/sqlite/0012_annotation_order.sql"),
     ),
+    (
+        13,
+        "trace text values",
+        include_str!("../migrations/sqlite/0013_trace_text_values.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -136,6 +141,11 @@ const POSTGRES: Embedded = Embedded(&[
         12,
         "annotation order",
         include_str!("../migrations/postgres/0012_annotation_order.sql"),
+    ),
+    (
+        13,
+        "trace text values",
+        include_str!("../migrations/postgres/0013_trace_text_values.sql"),
     ),
 ]);
 

@@ -14,7 +14,7 @@ use super::{StoreResult, TraceQuery};
 
 /// Names or traces listed per term at most; past it, the term is tested on each
 /// trace the list reads, as a pattern (it then matches often, so a page fills soon).
-pub(super) const MAX_LISTED: usize = 500;
+const MAX_LISTED: usize = 500;
 
 /// The id columns a term is a prefix of.
 const ID_COLUMNS: [&str; 3] = ["trace_id", "rollout_id", "thread_id"];
@@ -46,7 +46,7 @@ impl Term<'_> {
 impl<DB: Dialect> Reader<DB> {
     /// The query's terms resolved, or `None` when one of them matches no trace in
     /// the query's run or project. The annotation filters that few traces pass join
-    /// them as lists of those traces (see `note_terms`).
+    /// them as lists of those traces (see `filter_terms`).
     pub(super) async fn resolve_terms<'q>(
         &self,
         query: &'q TraceQuery,
@@ -59,7 +59,7 @@ impl<DB: Dialect> Reader<DB> {
             }
             terms.push(resolved);
         }
-        match self.resolve_notes(query).await? {
+        match self.resolve_filters(query).await? {
             Some(notes) => terms.extend(notes),
             None => return Ok(None),
         }

@@ -314,6 +314,10 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
         seed ^= seed << 17;
         seed
     };
+    // Trace n is in run n % RUNS, its rollout id `ep-{n}`: one trace's, picked at random.
+    let per_run = (args.traces / RUNS).max(1) as u64;
+    let one_rollout =
+        move |run: u64, pick: u64| format!("ep-{}", run + RUNS as u64 * (pick % per_run));
     type Case = (&'static str, Box<dyn FnMut() -> String>);
     let cases: Vec<Case> = vec![
         (
@@ -458,6 +462,52 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
             "project-wide, note.label matching nothing (worst case)",
             Box::new(|| {
                 format!("/traces?project={PROJECT}&filter=note.label%20%3D%20absent&limit=50")
+            }),
+        ),
+        (
+            // A string one trace of the run has: found through trace_texts' index.
+            "run-scoped, attr.rollout_id = one trace's (rare string)",
+            Box::new(move || {
+                let run = next() % RUNS as u64;
+                format!(
+                    "/runs/{}/traces?filter=attr.rollout_id%20%3D%20%22{}%22&limit=50",
+                    run_id(run as usize),
+                    one_rollout(run, next())
+                )
+            }),
+        ),
+        (
+            // A number 1 trace in 1,000 has: 10 a run.
+            "run-scoped, attr.reward = 0.5 (rare number)",
+            Box::new(move || {
+                format!(
+                    "/runs/{}/traces?filter=attr.reward%20%3D%200.5&limit=50",
+                    run_id((next() % RUNS as u64) as usize)
+                )
+            }),
+        ),
+        (
+            "project-wide, attr.rollout_id = one trace's (rare string)",
+            Box::new(move || {
+                let run = next() % RUNS as u64;
+                format!(
+                    "/traces?project={PROJECT}&filter=attr.rollout_id%20%3D%20%22{}%22&limit=50",
+                    one_rollout(run, next())
+                )
+            }),
+        ),
+        (
+            // 1,000 traces of the million.
+            "project-wide, attr.reward = 0.5 (rare number)",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=attr.reward%20%3D%200.5&limit=50")
+            }),
+        ),
+        (
+            // The worst case before the lookup: every trace of the project tested.
+            "project-wide, attr.rollout_id matching nothing (worst case)",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=attr.rollout_id%20%3D%20nobody&limit=50")
             }),
         ),
         (

@@ -490,6 +490,83 @@ async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
     );
 }
 
+/// A filter a few traces pass starts from their list, found in `trace_numbers` or
+/// `trace_texts`: it must match exactly what each trace's attributes say, in a run
+/// and across its project, a value changed by the close and a string too long to
+/// index included.
+async fn attribute_filters_found_through_indexes_match_each_traces_attributes(s: S) {
+    attribute_run(&s).await;
+    let long = "x".repeat(300);
+    let traced = |t: &str, at: i64, first: Value, last: Value| {
+        [
+            with(
+                open(t, "root", None, "rollout", at),
+                json!({ "attributes": first }),
+            ),
+            with(
+                close(t, "root", "ok", at + 1),
+                json!({ "attributes": last }),
+            ),
+        ]
+    };
+    let mut events = Vec::new();
+    events.extend(traced("t12", 300, json!({"note": long}), json!({})));
+    events.extend(traced("t13", 310, json!({"note": "short"}), json!({})));
+    // t14's task was "code" and is now a number: no string row is left for it.
+    events.extend(traced(
+        "t14",
+        320,
+        json!({"task": "code"}),
+        json!({"task": 7}),
+    ));
+    write(&s, "r1", &events).await;
+    let long_filter = format!("attr.note = \"{long}\"");
+    let cases: Vec<(Vec<&str>, Vec<i64>)> = vec![
+        (vec![long_filter.as_str()], vec![12]),
+        (vec!["attr.note = short"], vec![13]),
+        (vec!["attr.task = code"], vec![1, 3, 5, 7, 9, 11]),
+        (vec!["attr.task = 7"], vec![14]),
+        (vec!["attr.reward = 0.5"], vec![5]),
+        // t00's reward is the integer 0: found among the reals.
+        (vec!["attr.reward = 0"], vec![0]),
+        (vec!["attr.reward < 0.15"], vec![0, 1]),
+        (vec!["attr.reward >= 0.8", "attr.task = code"], vec![9]),
+        (vec!["attr.reward = 0.55"], vec![]),
+        (vec!["attr.task = nobody"], vec![]),
+    ];
+    for (filters, want) in &cases {
+        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
+        // Across the project, the same traces.
+        let query = TraceQuery {
+            project: Some("proj".into()),
+            filters: filters
+                .iter()
+                .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+                .collect(),
+            limit: 100,
+            ..Default::default()
+        };
+        let page = s.reads().list_traces(&query).await.expect("list");
+        let mut ids: Vec<i64> = page
+            .traces
+            .iter()
+            .map(|t| t.trace_id[1..].parse().expect("a number"))
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(&ids, want, "project-wide {filters:?}");
+    }
+    // A value nobody has answers at once, with its count of none.
+    let none = TraceQuery {
+        run_id: Some("r1".into()),
+        filters: vec![TraceFilter::parse("attr.task = nobody").expect("valid")],
+        ..Default::default()
+    };
+    assert_eq!(
+        s.reads().list_traces(&none).await.expect("list").matched,
+        Some(0)
+    );
+}
+
 async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
     attribute_run(&s).await;
     // A reward that was a number and then is not: it sorts with the traces that lack one.
@@ -698,6 +775,7 @@ on_both!(tokio::test, |t| t.store.clone();
     trace_lists_filter_search_and_page_without_duplicates,
     search_finds_names_and_id_prefixes_in_scope,
     filters_compare_totals_and_root_attributes_by_type,
+    attribute_filters_found_through_indexes_match_each_traces_attributes,
     span_filters_hold_on_one_span,
     attribute_keys_give_types_counts_ranges_and_common_values,
     a_first_page_counts_its_matches,
