@@ -90,3 +90,65 @@ def test_a_switched_off_project_tracer_sends_nothing_and_asks_nothing():
 def test_a_project_tracer_takes_no_run_of_its_own():
     with pytest.raises(tl.InvalidValue, match="run of the day"):
         tl.tracer("svc", run_id="mine", disabled=True)
+
+
+class _Days:
+    """Stands in for the project module's datetime: a UTC date the test moves on."""
+
+    def __init__(self, day):
+        self.day = day
+        outer = self
+
+        class _Now:
+            def date(self):
+                return outer
+
+        class _DateTime:
+            @staticmethod
+            def now(tz=None):
+                return _Now()
+
+        self.datetime = _DateTime
+        self.timezone = datetime.timezone
+
+    def isoformat(self):
+        return self.day
+
+
+def test_a_new_utc_day_moves_new_traces_to_that_days_run_and_keeps_open_ones_whole(
+        monkeypatch, transport, tmp_path):
+    import treeline.project as project
+
+    days = _Days("2026-12-04")
+    monkeypatch.setattr(project, "datetime", days)
+    placed = []
+
+    class _Server:
+        def __init__(self, url, api_key):
+            pass
+
+        def _write(self, method, path, body):
+            placed.append((method, path))
+            return {"run_id": "svc-%s" % days.day}
+
+    monkeypatch.setattr(project, "Client", _Server)
+    tracer = tl.tracer("svc", url="http://127.0.0.1:1", transport=transport,
+                       spool_dir=str(tmp_path), flush_interval=0.05, quiet=True)
+    assert tracer.run_id == "svc-2026-12-04"
+    late = tracer.trace("before midnight")
+    late.__enter__()
+    days.day = "2026-12-05"
+    with tracer.trace("after midnight"):
+        pass
+    # The span opened before midnight finishes in the run its root opened in.
+    with late.span("its last step"):
+        pass
+    late.__exit__(None, None, None)
+    assert tracer.flush()
+    assert tracer.run_id == "svc-2026-12-05"
+    assert placed == [("POST", "/api/projects/svc/daily-run")] * 2
+    runs = {(r["path"].split("/")[3], e["name"])
+            for r in transport.sent if r["path"].endswith("/traces/events")
+            for e in r["body"]["events"] if e["op"] == "open"}
+    assert runs == {("svc-2026-12-04", "before midnight"), ("svc-2026-12-04", "its last step"),
+                    ("svc-2026-12-05", "after midnight")}
