@@ -33,6 +33,29 @@ test("the browser bundle is sent gzipped to a browser that accepts it", async ({
   }
 });
 
+// A browser that accepts brotli (every current one) gets the brotli copy, smaller
+// still than gzip's, which decodes to the same bundle.
+test("the browser bundle is sent with brotli to a browser that accepts it", async ({ request }) => {
+  const plain = await (await request.get("/pkg/treeline_bg.wasm", {
+    headers: { "Accept-Encoding": "identity" },
+  })).body();
+  const sizes: Record<string, number> = {};
+  for (const encoding of ["gzip", "br"]) {
+    const r = await request.get("/pkg/treeline_bg.wasm", {
+      headers: { "Accept-Encoding": encoding === "br" ? "gzip, deflate, br" : encoding },
+    });
+    expect(r.headers()["content-encoding"]).toBe(encoding);
+    expect(r.headers()["vary"]).toContain("accept-encoding");
+    sizes[encoding] = Number(r.headers()["content-length"]);
+    expect(await r.body()).toEqual(plain);
+  }
+  expect(sizes.br).toBeLessThan(sizes.gzip);
+  for (const file of ["/pkg/treeline.js", "/pkg/treeline.css"]) {
+    const r = await request.get(file, { headers: { "Accept-Encoding": "br" } });
+    expect(r.headers()["content-encoding"], file).toBe("br");
+  }
+});
+
 // The paths of the wasm files `page` fetches, in order, as it fetches them.
 function wasmRequests(page: Page): string[] {
   const paths: string[] = [];

@@ -87,9 +87,9 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
 /// The bundle's directory under the site root.
 const PKG_DIR: &str = "pkg";
 
-/// The browser bundle's files. `make build` writes a `.gz` copy beside each, sent to a
-/// browser that accepts gzip; the answer varies by Accept-Encoding, so a shared cache
-/// keeps both. The main module and the route chunks must come from one build, and a
+/// The browser bundle's files. `make build` writes a `.br` and a `.gz` copy beside
+/// each, sent to a browser that accepts brotli or gzip; the answer varies by
+/// Accept-Encoding, so a shared cache keeps each. The main module and the route chunks must come from one build, and a
 /// chunk's name does not change with its code: a browser revalidates each file (a
 /// 304 while it is unchanged) instead of running one kept from an earlier build.
 /// Each file names the bundle's build, so a page left open across a redeploy is
@@ -97,7 +97,7 @@ const PKG_DIR: &str = "pkg";
 fn bundle(dir: &std::path::Path) -> Router {
     let build = build_id(dir);
     Router::new()
-        .fallback_service(ServeDir::new(dir).precompressed_gzip())
+        .fallback_service(ServeDir::new(dir).precompressed_br().precompressed_gzip())
         .layer(middleware::map_response(move |mut response: Response| {
             let build = build.clone();
             async move {
