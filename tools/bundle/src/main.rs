@@ -67,8 +67,7 @@ fn brotli_copy(file: &Path) -> anyhow::Result<()> {
         ..Default::default()
     };
     let mut out = Vec::with_capacity(input.len() / 3);
-    brotli::BrotliCompress(&mut input.as_slice(), &mut out, &params)
-        .context("compressing it")?;
+    brotli::BrotliCompress(&mut input.as_slice(), &mut out, &params).context("compressing it")?;
     let mut name = file.as_os_str().to_owned();
     name.push(".br");
     std::fs::write(&name, out).context("writing its .br copy")
