@@ -3,7 +3,9 @@ project's run of the day, the run the server gives that project's OpenTelemetry 
 checked against a real `treeline serve`, with and without keys."""
 
 import datetime
+import json
 import secrets
+import time
 
 import pytest
 
@@ -87,6 +89,18 @@ def test_a_switched_off_project_tracer_sends_nothing_and_asks_nothing():
     assert tracer.flush()
 
 
+def test_an_unreachable_server_does_not_hold_the_start_the_daily_id_is_used(
+        caplog, transport, tmp_path):
+    started = time.monotonic()
+    with caplog.at_level("WARNING", logger="treeline"):
+        tracer = tl.tracer("svc-down", url="http://127.0.0.1:1", quiet=True,
+                           transport=transport, spool_dir=str(tmp_path))
+    assert time.monotonic() - started < 2
+    assert tracer.run_id == daily_run_id("svc-down", _today())
+    warned = [r.getMessage() for r in caplog.records if "its run of the day" in r.getMessage()]
+    assert len(warned) == 1 and tracer.run_id in warned[0], caplog.text
+
+
 def test_a_project_tracer_takes_no_run_of_its_own():
     with pytest.raises(tl.InvalidValue, match="run of the day"):
         tl.tracer("svc", run_id="mine", disabled=True)
@@ -124,12 +138,15 @@ def test_a_new_utc_day_moves_new_traces_to_that_days_run_and_keeps_open_ones_who
     placed = []
 
     class _Server:
-        def __init__(self, url, api_key):
+        def __init__(self, url, api_key, timeout=None):
             pass
 
-        def _write(self, method, path, body):
+        def _request(self, path, method, data, key):
             placed.append((method, path))
-            return {"run_id": "svc-%s" % days.day}
+            return 200, json.dumps({"run_id": "svc-%s" % days.day}).encode(), None
+
+        def _answer(self, method, path, status, body):
+            return json.loads(body)
 
     monkeypatch.setattr(project, "Client", _Server)
     tracer = tl.tracer("svc", url="http://127.0.0.1:1", transport=transport,

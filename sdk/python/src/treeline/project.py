@@ -8,16 +8,22 @@ import datetime
 import hashlib
 import logging
 import threading
+import time
 import urllib.parse
 
 from .client import Client
 from .errors import InvalidValue, TreelineError
+from .ids import new_key
 from .roots import Roots
 from .run import Run, _env_flag
 from .transport import Unreachable
 from .vocab import ROOT_KIND
 
 log = logging.getLogger("treeline")
+
+# Asking for the run must not hold a service's start for long: one answer within
+# this many seconds, one more try after a 503, else the fallback.
+PLACE_TIMEOUT = 5.0
 
 
 class ProjectTracer(Roots):
@@ -42,7 +48,7 @@ class ProjectTracer(Roots):
         self._inert = _env_flag("TREELINE_OFF") if disabled is None else bool(disabled)
         # Placed now: a wrong URL, key or project raises here, at setup, rather than
         # in the middle of the job.
-        self._client = None if self._inert else Client(url, api_key)
+        self._client = None if self._inert else Client(url, api_key, timeout=PLACE_TIMEOUT)
         self._today(raise_errors=True)
 
     @property
@@ -104,7 +110,7 @@ class ProjectTracer(Roots):
             return daily_run_id(self.project, day)
         path = "/api/projects/%s/daily-run" % urllib.parse.quote(self.project, safe="")
         try:
-            return self._client._write("POST", path, {})["run_id"]
+            return self._ask(path)["run_id"]
         except Unreachable as err:
             log.warning("treeline: %s; writing project %r's traces to %s, its run of the "
                         "day when no other project holds that id", err, self.project,
@@ -115,6 +121,18 @@ class ProjectTracer(Roots):
                 raise
             log.warning("treeline: %s; today's traces stay in run %s", err, self._run.run_id)
             return None
+
+
+    def _ask(self, path):
+        """The server's answer to the POST, tried again once after a 503."""
+        data, key = b"{}", new_key()
+        for attempt in range(2):
+            status, body, wait = self._client._request(path, "POST", data, key)
+            if status == 503 and attempt == 0:
+                time.sleep(min(2.0, 1.0 if wait is None else wait))
+                continue
+            break
+        return self._client._answer("POST", path, status, body)
 
 
 def daily_run_id(project, day):
