@@ -48,22 +48,29 @@ async fn traces_seen(app: &Team, run: &str, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Takes `project`'s daily run id of `day` with `key`, a key of project beta: the
+/// id, made a run of beta's.
+async fn squat(app: &Team, key: &str, project: &str, day: i64) -> String {
+    let squatted = daily_run_id(project, day);
+    let made = app
+        .send(
+            "PUT",
+            &format!("/api/runs/{squatted}"),
+            key,
+            json!({"project": "beta"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    squatted
+}
+
 async fn a_squatted_daily_run_captures_no_spans(t: common::TestStore) {
     let app = team(t, &[BOOT]);
     let (_, beta) = app.key("write", Some("beta")).await;
     let (_, gamma) = app.key("write", Some("gamma")).await;
     let now = now_us();
-    let squatted = daily_run_id("gamma", day_of(now));
     // beta takes gamma's predictable daily run id, in its own project.
-    let made = app
-        .send(
-            "PUT",
-            &format!("/api/runs/{squatted}"),
-            &beta,
-            json!({"project": "beta"}),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let squatted = squat(&app, &beta, "gamma", day_of(now)).await;
     // gamma's exporter, with an admin key and then with gamma's own key.
     for (key, trace) in [(BOOT, 1u8), (gamma.as_str(), 2u8)] {
         let sent = app
@@ -97,18 +104,8 @@ async fn a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects(t: common
     let (_, gamma) = app.key("write", Some("gamma")).await;
     let (_, gamma_reads) = app.key("read", Some("gamma")).await;
     let now = now_us();
-    let day = day_of(now);
     // beta squats gamma's daily id: gamma's tracer is given its alternate instead.
-    let squatted = daily_run_id("gamma", day);
-    let made = app
-        .send(
-            "PUT",
-            &format!("/api/runs/{squatted}"),
-            &beta,
-            json!({"project": "beta"}),
-        )
-        .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let squatted = squat(&app, &beta, "gamma", day_of(now)).await;
     let asked = app
         .send("POST", "/api/projects/gamma/daily-run", &gamma, json!({}))
         .await;

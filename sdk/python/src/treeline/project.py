@@ -29,9 +29,9 @@ PLACE_TIMEOUT = 5.0
 class ProjectTracer(Roots):
     """Made by `treeline.tracer(project)`. Its roots (trace, agent_trace,
     model_trace) open in the project's run of the day; spans nest under them as in a
-    run. Runs options (url, api_key, capture, sample_rate, spool_dir, quiet...) are a
-    run's. The runs of the day are not finished by it: the server finishes each once
-    its day is over."""
+    run. Its options (url, api_key, capture, sample_rate, spool_dir, quiet...) are a
+    run's. It never finishes the runs of the day: the server finishes each once its
+    day is over."""
 
     def __init__(self, project, *, url=None, api_key=None, **options):
         if "run_id" in options or "name" in options or "config" in options:

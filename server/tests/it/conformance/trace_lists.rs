@@ -281,16 +281,24 @@ async fn attribute_run(s: &S) {
     }
 }
 
-/// The trace ids (their numbers) a list with `filters` gives, in id order.
+/// The trace ids (their numbers) a list of run r1 with `filters` gives, in id order.
 async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
-    let query = TraceQuery {
+    let scope = TraceQuery {
         run_id: Some("r1".into()),
+        ..Default::default()
+    };
+    matching_in(s, scope, filters).await
+}
+
+/// The same, in `scope` (a run or a project).
+async fn matching_in(s: &S, scope: TraceQuery, filters: &[&str]) -> Vec<i64> {
+    let query = TraceQuery {
         filters: filters
             .iter()
             .map(|f| TraceFilter::parse(f).expect("a valid filter"))
             .collect(),
         limit: 100,
-        ..Default::default()
+        ..scope
     };
     let mut ids: Vec<i64> = s
         .reads()
@@ -537,22 +545,11 @@ async fn attribute_filters_found_through_indexes_match_each_traces_attributes(s:
     for (filters, want) in &cases {
         assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
         // Across the project, the same traces.
-        let query = TraceQuery {
+        let project = TraceQuery {
             project: Some("proj".into()),
-            filters: filters
-                .iter()
-                .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-                .collect(),
-            limit: 100,
             ..Default::default()
         };
-        let page = s.reads().list_traces(&query).await.expect("list");
-        let mut ids: Vec<i64> = page
-            .traces
-            .iter()
-            .map(|t| t.trace_id[1..].parse().expect("a number"))
-            .collect();
-        ids.sort_unstable();
+        let ids = matching_in(&s, project, filters).await;
         assert_eq!(&ids, want, "project-wide {filters:?}");
     }
     // A value nobody has answers at once, with its count of none.
