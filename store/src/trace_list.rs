@@ -415,7 +415,11 @@ fn push_span_filters<'a, DB: Dialect>(
 }
 
 /// Pushes the condition of one span filter, on `s`, a span of the trace.
-fn push_span_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, field: &'a SpanField, test: &'a Test) {
+pub(super) fn push_span_filter<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    field: &'a SpanField,
+    test: &'a Test,
+) {
     let column = match field {
         SpanField::Name => "s.name",
         SpanField::Kind => "s.kind",

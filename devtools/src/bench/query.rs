@@ -392,6 +392,22 @@ pub async fn query(host: &dyn Host, args: QueryArgs) -> Outcome {
             }),
         ),
         (
+            // 1% of the million: looked up through the spans' name index first.
+            "project-wide, span.name = \"tool 1\" and failed",
+            Box::new(|| {
+                format!(
+                    "/traces?project={PROJECT}&filter=span.name%20%3D%20%22tool%201%22&filter=span.status%20%3D%20error&limit=50"
+                )
+            }),
+        ),
+        (
+            // Before the lookup, every trace of the project read.
+            "project-wide, span.name matching nothing (worst case)",
+            Box::new(|| {
+                format!("/traces?project={PROJECT}&filter=span.name%20%3D%20absent&limit=50")
+            }),
+        ),
+        (
             "run-scoped, sort by attr.reward",
             Box::new(move || {
                 format!(

@@ -410,6 +410,13 @@ async fn span_filters_hold_on_one_span(s: S) {
     ];
     for (filters, want) in cases {
         assert_eq!(matching(&s, filters).await, *want, "{filters:?}");
+        // Across the project (its indexed span filters looked up first), the same.
+        let project = TraceQuery {
+            project: Some("proj".into()),
+            ..Default::default()
+        };
+        let across = matching_in(&s, project, filters).await;
+        assert_eq!(across, *want, "project-wide {filters:?}");
     }
     // A status filter on the root and a span filter together.
     let query = TraceQuery {
