@@ -248,13 +248,15 @@ pub(super) fn letter_keys(values: &[String]) -> Vec<(char, String)> {
 }
 
 /// The string annotations of the run that labels may come from, and the chosen one's
-/// letter keys: the URL's `label`, else the run's most used string annotation.
+/// letter keys: the URL's `label` when the run has it, else the run's most used
+/// string annotation.
 pub(super) fn labels_of(notes: &[AttributeKey], chosen: Option<&str>) -> (Vec<String>, Labels) {
     let strings: Vec<&AttributeKey> = notes.iter().filter(|k| k.kind == "string").collect();
     let names = strings.iter().map(|k| k.key.clone()).collect();
     let name = chosen
-        .map(str::to_string)
-        .or_else(|| strings.first().map(|k| k.key.clone()));
+        .filter(|c| strings.iter().any(|k| k.key == *c))
+        .or_else(|| strings.first().map(|k| k.key.as_str()))
+        .map(str::to_string);
     let values: Vec<String> = strings
         .iter()
         .find(|k| Some(&k.key) == name.as_ref())
@@ -303,6 +305,39 @@ mod tests {
                 ('c', "42".into())
             ]
         );
+    }
+
+    #[test]
+    fn a_label_the_run_does_not_have_falls_back_to_its_first() {
+        let note = |key: &str, kind: &str, values: &[&str]| AttributeKey {
+            key: key.into(),
+            kind: kind.into(),
+            traces: 1,
+            min: None,
+            max: None,
+            values: values
+                .iter()
+                .map(|v| treeline_wire::filter::ValueCount {
+                    value: v.to_string(),
+                    traces: 1,
+                })
+                .collect(),
+        };
+        let notes = [
+            note("score", "number", &[]),
+            note("label", "string", &["fine", "wrong answer"]),
+            note("verdict", "string", &["ok"]),
+        ];
+        let (names, picked) = labels_of(&notes, Some("verdict"));
+        assert_eq!(names, ["label", "verdict"]);
+        assert_eq!(picked.name.as_deref(), Some("verdict"));
+        assert_eq!(picked.keys, vec![('o', "ok".to_string())]);
+        for missing in [Some("score"), Some("nobody"), None] {
+            let (_, picked) = labels_of(&notes, missing);
+            assert_eq!(picked.name.as_deref(), Some("label"), "{missing:?}");
+            assert_eq!(picked.keys.len(), 2);
+        }
+        assert_eq!(labels_of(&[], Some("label")).1, Labels::default());
     }
 
     #[test]
