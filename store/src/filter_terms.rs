@@ -71,40 +71,33 @@ impl<DB: Dialect> Reader<DB> {
 /// and key, or None when no index holds every trace that passes it: a boolean, a
 /// `!=`, a string compared by order or longer than `trace_texts` keeps.
 fn lookup<'a, DB: Dialect>(query: &'a TraceQuery, filter: &'a TraceFilter) -> Option<Sql<'a, DB>> {
-    let (table, key) = match (&filter.field, &filter.test) {
-        (Field::Note(name), _) => ("annotations", name),
-        (Field::Attr(key), Test::Compare(op, Value::Number(_))) if *op != Op::Ne => {
-            ("trace_numbers", key)
-        }
-        (Field::Attr(key), Test::Compare(Op::Eq, Value::Text(text)))
-            if text.len() <= TEXT_MAX_BYTES && !text.contains('\0') =>
-        {
-            ("trace_texts", key)
-        }
-        _ => return None,
-    };
-    let alias = if table == "annotations" { "a" } else { "x" };
-    let mut q = select(table, alias, query);
     match (&filter.field, &filter.test) {
-        (Field::Note(_), test) => {
-            q.push(" AND a.name = ").bind(key.as_str());
+        (Field::Note(name), test) => {
+            let mut q = select("annotations", "a", query);
+            q.push(" AND a.name = ").bind(name.as_str());
             push_note_test(&mut q, test);
+            Some(q)
         }
-        (_, Test::Compare(op, Value::Number(n))) => {
+        (Field::Attr(key), Test::Compare(op, Value::Number(n))) if *op != Op::Ne => {
+            let mut q = select("trace_numbers", "x", query);
             q.push(" AND x.key = ")
                 .bind(key.as_str())
                 .push(format!(" AND x.value {} ", op.symbol()))
                 .bind(*n);
+            Some(q)
         }
-        (_, Test::Compare(_, Value::Text(text))) => {
+        (Field::Attr(key), Test::Compare(Op::Eq, Value::Text(text)))
+            if text.len() <= TEXT_MAX_BYTES && !text.contains('\0') =>
+        {
+            let mut q = select("trace_texts", "x", query);
             q.push(" AND x.key = ")
                 .bind(key.as_str())
                 .push(" AND x.value = ")
                 .bind(text.as_str());
+            Some(q)
         }
-        _ => return None,
+        _ => None,
     }
-    Some(q)
 }
 
 /// The traces of a list across runs that hold a span passing one of its indexed

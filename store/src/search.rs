@@ -25,7 +25,7 @@ const PREFIX_INDEXES: [&str; 3] = [
     "traces_thread_prefix",
 ];
 
-/// What one search term matches.
+/// What one search term, or a filter an index answers, matches.
 #[derive(Debug)]
 pub(super) enum Term<'q> {
     /// Too many names or ids to list: the term as a pattern on every trace read.
@@ -45,8 +45,8 @@ impl Term<'_> {
 
 impl<DB: Dialect> Reader<DB> {
     /// The query's terms resolved, or `None` when one of them matches no trace in
-    /// the query's run or project. The annotation filters that few traces pass join
-    /// them as lists of those traces (see `filter_terms`).
+    /// the query's run or project. The filters an index answers and few traces pass
+    /// join them as lists of those traces (see `filter_terms`).
     pub(super) async fn resolve_terms<'q>(
         &self,
         query: &'q TraceQuery,
@@ -60,7 +60,7 @@ impl<DB: Dialect> Reader<DB> {
             terms.push(resolved);
         }
         match self.resolve_filters(query).await? {
-            Some(notes) => terms.extend(notes),
+            Some(listed) => terms.extend(listed),
             None => return Ok(None),
         }
         Ok(Some(terms))
