@@ -64,6 +64,17 @@ async fn squat(app: &Team, key: &str, project: &str, day: i64) -> String {
     squatted
 }
 
+/// `POST /api/projects/{project}/daily-run` (`project` as it goes in the path) with `key`.
+async fn ask_daily(app: &Team, project: &str, key: &str) -> crate::team::Reply {
+    app.send(
+        "POST",
+        &format!("/api/projects/{project}/daily-run"),
+        key,
+        json!({}),
+    )
+    .await
+}
+
 async fn a_squatted_daily_run_captures_no_spans(t: common::TestStore) {
     let app = team(t, &[BOOT]);
     let (_, beta) = app.key("write", Some("beta")).await;
@@ -106,9 +117,7 @@ async fn a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects(t: common
     let now = now_us();
     // beta squats gamma's daily id: gamma's tracer is given its alternate instead.
     let squatted = squat(&app, &beta, "gamma", day_of(now)).await;
-    let asked = app
-        .send("POST", "/api/projects/gamma/daily-run", &gamma, json!({}))
-        .await;
+    let asked = ask_daily(&app, "gamma", &gamma).await;
     assert_eq!(asked.status, StatusCode::OK, "{}", asked.body);
     let placed = asked.json();
     let run = placed["run_id"].as_str().unwrap_or_default().to_string();
@@ -121,9 +130,7 @@ async fn a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects(t: common
         "{placed}"
     );
     // Asked again, the same run; and gamma's OTLP spans without a run land in it too.
-    let again = app
-        .send("POST", "/api/projects/gamma/daily-run", BOOT, json!({}))
-        .await;
+    let again = ask_daily(&app, "gamma", BOOT).await;
     assert_eq!(again.json()["run_id"], json!(run), "{}", again.body);
     let sent = app
         .send("POST", "/v1/traces", &gamma, export("gamma", 7, now))
@@ -149,27 +156,11 @@ async fn a_project_tracer_gets_the_run_otlp_uses_and_no_other_projects(t: common
 
     // Another project's run of the day is not gamma's to ask for; a read key may
     // not ask at all; a project that breaks the rules is named.
-    let other = app
-        .send("POST", "/api/projects/beta/daily-run", &gamma, json!({}))
-        .await;
+    let other = ask_daily(&app, "beta", &gamma).await;
     assert_eq!(other.status, StatusCode::FORBIDDEN, "{}", other.body);
-    let read = app
-        .send(
-            "POST",
-            "/api/projects/gamma/daily-run",
-            &gamma_reads,
-            json!({}),
-        )
-        .await;
+    let read = ask_daily(&app, "gamma", &gamma_reads).await;
     assert_eq!(read.status, StatusCode::FORBIDDEN, "{}", read.body);
-    let bad = app
-        .send(
-            "POST",
-            "/api/projects/bad%0Aname/daily-run",
-            BOOT,
-            json!({}),
-        )
-        .await;
+    let bad = ask_daily(&app, "bad%0Aname", BOOT).await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.body);
     assert!(bad.body.contains("project"), "{}", bad.body);
 }
