@@ -6,6 +6,7 @@ import datetime
 import json
 import secrets
 import time
+import urllib.parse
 
 import pytest
 
@@ -57,6 +58,17 @@ def test_a_project_tracer_writes_its_traces_to_the_projects_run_of_the_day(serve
     assert other.flush()
     assert sorted(t["name"] for t in client.traces(run_id=tracer.run_id)) == [
         "handle request", "nightly eval"]
+
+
+@pytest.mark.server
+def test_the_fallback_id_is_the_one_the_server_gives_for_any_project_name(server):
+    # What the tracer writes to when the server is down must be where the server
+    # would have put it: the same slug and hash rules, names changed to fit included.
+    client = tl.Client(server.url)
+    for project in ["My Agent!", "--eval suite (nightly)", "ünïcode-proj", "p" * 60]:
+        placed = client._write("POST", "/api/projects/%s/daily-run"
+                               % urllib.parse.quote(project, safe=""), {})
+        assert placed["run_id"] == daily_run_id(project, placed["date"]), project
 
 
 @pytest.mark.server
