@@ -6,6 +6,7 @@ use leptos_router::{
 };
 
 pub mod api;
+mod client_data;
 mod compare_url;
 mod components;
 mod distinct;

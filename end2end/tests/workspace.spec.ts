@@ -104,9 +104,14 @@ test("a link to child 400 of 450 opens the tree on it", async ({ page, request }
 
 test("a deep link server-renders and reopens a span five levels deep", async ({ page, request }) => {
   const url = `/traces?run_id=${RUN}&trace_id=deep&span_id=lvl5`;
-  // The selection is in the server's HTML, before any script runs.
-  const html = await (await request.get(url)).text();
-  expect(html).toMatch(/id="node-lvl5"[^>]*aria-selected="true"/);
+  // The selection is in the server's HTML, before any script runs: the tree's row and
+  // the inspector, on every request. The inspector was once left loading on most
+  // requests, and its hydration then sometimes panicked (client_data.rs).
+  for (let i = 0; i < 8; i++) {
+    const html = await (await request.get(url)).text();
+    expect(html).toMatch(/id="node-lvl5"[^>]*aria-selected="true"/);
+    expect(html).toMatch(/class="span-name"[^>]*>step lvl5</);
+  }
   await page.goto(url);
   const tree = page.getByRole("tree");
   const row = tree.getByRole("treeitem", { name: /step lvl5/ });

@@ -16,12 +16,14 @@ pub mod trace_list;
 pub mod window_picker;
 
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use treeline_wire::filter::AttributeKeys;
 
 use crate::ui::api::ApiError;
 
 /// The run's root-attribute keys, as the panels' pickers read them.
-pub type RunKeys = LocalResource<Result<AttributeKeys, ApiError>>;
+pub type RunKeys = ClientData<Result<AttributeKeys, ApiError>>;
 
 /// Sets a picker's `choice` to what `prefer` picks once the run's keys arrive,
 /// unless a reader chose first.

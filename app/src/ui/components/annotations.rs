@@ -5,6 +5,8 @@
 use leptos::ev;
 use leptos::html;
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use serde_json::{json, Value};
 use treeline_wire::annotations::Annotation;
 
@@ -54,12 +56,12 @@ pub fn Annotations(target: Target) -> impl IntoView {
     let written = use_context::<NotesWritten>();
     let list = {
         let (run, trace) = (target.run_id.clone(), target.trace_id.clone());
-        LocalResource::new(move || {
+        ClientData::new(move || {
             version.track();
             api::annotations(run.clone(), trace.clone())
         })
     };
-    let me = LocalResource::new(api::session);
+    let me = ClientData::new(api::session);
     // Writes need a write key, or a server without keys.
     let can_write = move || {
         me.get()

@@ -3,6 +3,8 @@
 //! change is, and a link to example traces.
 
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use treeline_wire::changes::{ChangeKind, ChangeRow, Changes, ChangesQuery};
 use treeline_wire::query::ListQuery;
 
@@ -79,7 +81,7 @@ pub fn WhatChanged(
     let problem = RwSignal::new(None::<String>);
     let answer = {
         let run_id = run_id.clone();
-        LocalResource::new(move || {
+        ClientData::new(move || {
             let (run_id, asked) = (run_id.clone(), asked.get());
             async move {
                 let steps = asked?;

@@ -2,6 +2,8 @@
 //! aligned level of a diff, and the body diff of a selected pair.
 
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 use serde::{Deserialize, Serialize};
@@ -141,7 +143,7 @@ pub fn Column(
 /// `note.label  reward hacking · alice, fine · bob`. Read in the browser.
 #[component]
 fn NoteRows(run_id: String, trace_id: String, span_id: String, root: bool) -> impl IntoView {
-    let notes = LocalResource::new(move || api::annotations(run_id.clone(), trace_id.clone()));
+    let notes = ClientData::new(move || api::annotations(run_id.clone(), trace_id.clone()));
     move || {
         let Some(Ok(list)) = notes.get() else {
             return ().into_any();

@@ -3,6 +3,8 @@
 //! spread, each opening in Compare or as best against worst in the diff.
 
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::groups::{Group, GroupBy, Groups, GroupsQuery, GROUPS_LISTED_DEFAULT};
 
@@ -84,7 +86,7 @@ pub fn GroupLens(
     choose_when_keys_arrive(keys, by, preferred_by);
     let groups = {
         let run_id = run_id.clone();
-        LocalResource::new(move || {
+        ClientData::new(move || {
             let (run_id, by, score, step) = (run_id.clone(), by.get(), score.get(), pinned.get());
             async move {
                 let by = by?;

@@ -7,6 +7,8 @@
 mod grid;
 
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use leptos_router::hooks::use_navigate;
 use treeline_wire::filter::{AttributeKeys, Total};
 use treeline_wire::stats::{
@@ -48,7 +50,7 @@ pub fn Rollouts(
     choose_when_keys_arrive(keys, value, preferred_value);
     let stats = {
         let run_id = run_id.clone();
-        LocalResource::new(move || {
+        ClientData::new(move || {
             let (run_id, value, split) = (run_id.clone(), value.get(), split.get());
             async move {
                 let value = value?;

@@ -1,4 +1,6 @@
 use leptos::prelude::*;
+
+use crate::ui::client_data::ClientData;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use leptos_router::NavigateOptions;
 
@@ -121,7 +123,7 @@ fn RunView(detail: RunDetail) -> impl IntoView {
 
 #[component]
 fn MetricCharts(run_id: String, keys: Vec<String>) -> impl IntoView {
-    let charts = LocalResource::new(move || all_series(run_id.clone(), keys.clone()));
+    let charts = ClientData::new(move || all_series(run_id.clone(), keys.clone()));
     move || {
         match charts.get() {
         None => view! { <p class="loading">"Loading charts…"</p> }.into_any(),
@@ -198,7 +200,7 @@ fn TracesPanel(run_id: String, metric_keys: Vec<String>) -> impl IntoView {
     // The run's attribute keys, which the value, split, group and score pickers offer.
     let keys = {
         let run_id = run_id.clone();
-        LocalResource::new(move || api::attribute_keys(run_id.clone()))
+        ClientData::new(move || api::attribute_keys(run_id.clone()))
     };
     view! {
         <Suspense fallback=|| view! { <p class="loading">"Loading trace activity…"</p> }>
