@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 use crate::devtools::Server;
 use crate::failure::{Context, Failure, Outcome};
 use crate::http::{AppState, DEFAULT_WINDOW_US};
+use crate::site::Site;
 use crate::{serve, store};
 
 #[derive(Parser)]
@@ -42,6 +43,31 @@ enum Command {
     /// Load the demo projects through the ingest API.
     #[cfg(feature = "devtools")]
     Demo(crate::demo::DemoArgs),
+    /// Write a copy of this binary with the dashboard's files sealed into it
+    /// (`make build` runs it): the copy serves them alone, from any directory.
+    #[command(hide = true)]
+    Seal(SealArgs),
+}
+
+#[derive(clap::Args)]
+struct SealArgs {
+    /// The built site: the bundle under `pkg/`, and the favicon.
+    #[arg(long)]
+    site_dir: PathBuf,
+    /// Where the sealed copy goes (replaced whole; a running copy is not touched).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+fn seal(args: SealArgs) -> Outcome {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let files = crate::site::sealed::seal(&exe, &args.site_dir, &args.out)?;
+    println!(
+        "sealed {files} files of {} into {}",
+        args.site_dir.display(),
+        args.out.display()
+    );
+    Ok(())
 }
 
 #[cfg(feature = "devtools")]
@@ -164,6 +190,7 @@ pub fn main() -> ExitCode {
         Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
         Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
         Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
+        Command::Seal(args) => seal(args),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Ingest(args)) => {
             runtime.block_on(crate::bench::ingest(&Server, args))
@@ -249,10 +276,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
             args.addr
         );
     }
-    let site_root = args
-        .site_dir
-        .clone()
-        .unwrap_or_else(serve::default_site_root);
+    let site = Site::locate(args.site_dir.clone())?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -264,7 +288,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     } else {
         "postgres".into()
     };
-    tracing::info!(%database, site = %site_root.display(), "Treeline is serving on http://{addr}");
+    tracing::info!(%database, site = %site.describe(), "Treeline is serving on http://{addr}");
     if load_demo && state.api_keys.is_empty() && stored_keys {
         tracing::warn!(
             "demo: not loaded, as this server has only stored keys; load it with \
@@ -275,7 +299,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     } else if args.demo {
         tracing::info!("demo: the database already has runs; not loading the demo");
     }
-    serve::run(listener, serve::app(state, &site_root, addr))
+    serve::run(listener, serve::app(state, &site, addr))
         .await
         .context("the server stopped")
 }

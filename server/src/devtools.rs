@@ -9,7 +9,7 @@ use treeline_devtools::{Host, NewKey};
 use crate::failure::{Context, Outcome};
 use crate::http::{now_us, secret, AppState};
 use crate::store::{KeyRecord, Store};
-use crate::{http, serve};
+use crate::{http, serve, site};
 
 /// The server itself.
 pub struct Server;
@@ -20,7 +20,7 @@ impl Host for Server {
     }
 
     fn app(&self, store: Arc<dyn Store>, addr: SocketAddr) -> axum::Router {
-        serve::app(AppState::new(store), &serve::default_site_root(), addr)
+        serve::app(AppState::new(store), &site::default_site(), addr)
     }
 
     fn new_write_key(&self, name: &str) -> Outcome<NewKey> {

@@ -9,6 +9,7 @@ pub mod http;
 pub mod keys;
 pub mod otlp;
 pub mod serve;
+pub mod site;
 pub mod ssr;
 pub mod transfer;
 

@@ -1,52 +1,47 @@
 //! Assembling and running the whole server: API, dashboard, static files.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::http::request::Parts;
 use axum::http::{header, HeaderValue};
 use axum::middleware;
-use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
 use leptos::prelude::*;
+use leptos::reactive::owner::ArcStoredValue;
+use leptos::WasmSplitManifest;
 use leptos_axum::{generate_route_list, LeptosRoutes};
-use tower_http::services::ServeDir;
 use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
 use treeline_wire::routes;
 
 use crate::http::auth::Principal;
 use crate::http::{self, AppState};
+use crate::site::{Site, PKG_DIR};
 use crate::ssr::ApiBackend;
-
-/// Where the built dashboard (wasm, js, css, assets) lives: beside the binary when
-/// installed as `target/<profile>/treeline`, so the server runs from any directory.
-pub fn default_site_root() -> PathBuf {
-    let beside_binary = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent()?.parent().map(|target| target.join("site")));
-    match beside_binary {
-        Some(dir) if dir.join("pkg").is_dir() => dir,
-        _ => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../target/site")),
-    }
-}
 
 /// The full application router: the open edges (health, sign-in, static files),
 /// the API and OTLP behind `auth::api_door`, and the pages behind `auth::page_door`.
-pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Router {
+pub fn app(state: AppState, site: &Site, addr: SocketAddr) -> Router {
     let otlp = crate::otlp::router(state.clone());
     let options = LeptosOptions::builder()
         .output_name("treeline")
-        .site_root(site_root.to_string_lossy().as_ref())
+        .site_root(site.leptos_root())
         .site_pkg_dir(PKG_DIR)
         .site_addr(addr)
         .build();
     let api = http::router(state.clone());
+    let splits = site.split_manifest().map(|preloads| {
+        WasmSplitManifest(ArcStoredValue::new((
+            format!("/{PKG_DIR}"),
+            preloads,
+            SPLIT_LOADER.to_string(),
+        )))
+    });
     let page_context = {
         let api = api.clone();
-        move || page_context(&api)
+        move || page_context(&api, splits.clone())
     };
     let routes = generate_route_list(App);
     let pages = Router::new()
@@ -60,14 +55,15 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         ))
         // A layer, not a route layer: the fallback's unknown paths need sign-in too.
         .layer(middleware::from_fn_with_state(
-            http::auth::PageDoor::new(state.clone(), site_root),
+            http::auth::PageDoor::new(state.clone(), site.top_files()),
             http::auth::page_door,
         ))
         .layer(middleware::from_fn(crate::ssr::render_to_the_end))
         .with_state(options);
     Router::new()
         .route(routes::HEALTH, get(|| async { "ok" }))
-        .nest_service(&format!("/{PKG_DIR}"), bundle(&site_root.join(PKG_DIR)))
+        .nest_service(&format!("/{PKG_DIR}"), site.bundle())
+        .merge(site.top_routes())
         .merge(http::signin::router(state.clone()))
         .merge(otlp)
         .nest(routes::API_PREFIX, api)
@@ -84,50 +80,16 @@ pub fn app(state: AppState, site_root: &std::path::Path, addr: SocketAddr) -> Ro
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
 }
 
-/// The bundle's directory under the site root.
-const PKG_DIR: &str = "pkg";
-
-/// The browser bundle's files. `make build` writes a `.br` and a `.gz` copy beside
-/// each, sent to a browser that accepts brotli or gzip; the answer varies by
-/// Accept-Encoding, so a shared cache keeps each. The main module and the route chunks must come from one build, and a
-/// chunk's name does not change with its code: a browser revalidates each file (a
-/// 304 while it is unchanged) instead of running one kept from an earlier build.
-/// Each file names the bundle's build, so a page left open across a redeploy is
-/// loaded whole rather than run a chunk of the new build beside its old main module.
-fn bundle(dir: &std::path::Path) -> Router {
-    let build = build_id(dir);
-    Router::new()
-        .fallback_service(ServeDir::new(dir).precompressed_br().precompressed_gzip())
-        .layer(middleware::map_response(move |mut response: Response| {
-            let build = build.clone();
-            async move {
-                let headers = response.headers_mut();
-                headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
-                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-                if let Some(build) = build {
-                    headers.insert(BUILD_HEADER, build);
-                }
-                response
-            }
-        }))
-}
-
-/// The header that names the bundle's build; the chunk loader compares it with its own.
-const BUILD_HEADER: header::HeaderName = header::HeaderName::from_static("x-treeline-build");
-
-/// Where `treeline-bundle` writes the build id, beside the bundle.
-const BUILD_FILE: &str = "treeline.build";
-
-/// The bundle's build id; none for a bundle that is not split by route (`make
-/// dev`'s), whose pages load no chunks.
-fn build_id(dir: &std::path::Path) -> Option<HeaderValue> {
-    let text = std::fs::read_to_string(dir.join(BUILD_FILE)).ok()?;
-    HeaderValue::from_str(text.trim()).ok()
-}
+/// The route chunks' loader, under the name `treeline-bundle` gives it.
+const SPLIT_LOADER: &str = "__wasm_split.______________________.js";
 
 /// What rendering a page needs: the API, called in-process as the page's own caller,
 /// and the page's script policy with this response's nonce.
-fn page_context(api: &Router) {
+fn page_context(api: &Router, splits: Option<WasmSplitManifest>) {
+    // A sealed bundle's chunk preloads (Leptos reads a site directory's itself).
+    if let Some(splits) = splits {
+        provide_context(splits);
+    }
     let caller = use_context::<Parts>().and_then(|p| p.extensions.get::<Principal>().cloned());
     let backend: SharedBackend = Arc::new(ApiBackend {
         api: api.clone(),

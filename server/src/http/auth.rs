@@ -312,20 +312,11 @@ pub struct PageDoor {
 }
 
 impl PageDoor {
-    /// The files at the top of `site_root` (not its folders) as paths: `/favicon.svg`.
-    pub fn new(state: AppState, site_root: &std::path::Path) -> Self {
-        let open_files = std::fs::read_dir(site_root)
-            .map(|dir| {
-                dir.filter_map(Result::ok)
-                    .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
-                    .filter_map(|entry| entry.file_name().into_string().ok())
-                    .map(|name| format!("/{name}"))
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// `open_files`: the site's top files as paths (`/favicon.svg`).
+    pub fn new(state: AppState, open_files: Vec<String>) -> Self {
         PageDoor {
             state,
-            open_files: Arc::new(open_files),
+            open_files: Arc::new(open_files.into_iter().collect()),
         }
     }
 }

@@ -11,13 +11,14 @@ use axum::Router;
 use http_body_util::BodyExt;
 use tower::ServiceExt;
 use treeline_server::http::AppState;
+use treeline_server::site::Site;
 
 async fn app(keys: Vec<String>, allowed: Vec<String>) -> (Router, common::TestStore) {
     let store = common::sqlite().await;
     let mut state = AppState::new(store.store.clone());
     state.api_keys = Arc::new(keys);
     state.allowed_hosts = Arc::new(allowed);
-    let site = std::env::temp_dir();
+    let site = Site::Dir(std::env::temp_dir());
     let addr = "127.0.0.1:3000".parse().expect("address");
     (treeline_server::serve::app(state, &site, addr), store)
 }

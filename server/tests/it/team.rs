@@ -13,6 +13,7 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use tower::ServiceExt;
 use treeline_server::http::{secret, AppState};
+use treeline_server::site::Site;
 use treeline_server::store::KeyRecord;
 
 pub(crate) const HOST: &str = "127.0.0.1:3000";
@@ -56,7 +57,7 @@ pub(crate) fn team(t: common::TestStore, configured: &[&str]) -> Team {
     state.api_keys = Arc::new(configured.iter().map(|k| k.to_string()).collect());
     let addr = HOST.parse().expect("address");
     Team {
-        app: treeline_server::serve::app(state, &std::env::temp_dir(), addr),
+        app: treeline_server::serve::app(state, &Site::Dir(std::env::temp_dir()), addr),
         t,
     }
 }

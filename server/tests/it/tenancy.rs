@@ -15,6 +15,7 @@ use axum::http::StatusCode;
 use serde_json::{json, Value};
 use treeline_server::http::AppState;
 use treeline_server::otlp::runs::{daily_run_id, day_of};
+use treeline_server::site::{Files, Site};
 
 fn now_us() -> i64 {
     std::time::SystemTime::now()
@@ -269,41 +270,92 @@ on_both!(tokio::test(flavor = "multi_thread", worker_threads = 2), |t| t;
     racing_requests_cross_no_projects,
 );
 
-/// The whole application with auth on, whose site root holds the files of `public/`.
-async fn team_with_site() -> (Team, tempfile::TempDir) {
-    let site = tempfile::tempdir().expect("site root");
-    std::fs::write(site.path().join("favicon.svg"), "<svg/>").expect("favicon");
+/// The whole application with auth on, whose site holds the files of `public/`: in
+/// a directory, or sealed into the binary.
+async fn team_with_site(sealed: bool) -> (Team, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("site root");
+    std::fs::write(dir.path().join("favicon.svg"), "<svg/>").expect("favicon");
+    let site = if sealed {
+        let mut files = treeline_server::site::sealed::Files::new();
+        files.insert("favicon.svg".into(), b"<svg/>".to_vec());
+        files.insert("pkg/treeline.js".into(), b"plain".to_vec());
+        files.insert("pkg/treeline.js.br".into(), b"brotli".to_vec());
+        files.insert("pkg/treeline.build".into(), b"b1\n".to_vec());
+        Site::Sealed(Arc::new(Files::new(files)))
+    } else {
+        Site::Dir(dir.path().to_path_buf())
+    };
     let t = common::sqlite().await;
     let mut state = AppState::new(t.store.clone());
     state.api_keys = Arc::new(vec![BOOT.to_string()]);
     let addr = crate::team::HOST.parse().expect("address");
-    let app = treeline_server::serve::app(state, site.path(), addr);
-    (Team { app, t }, site)
+    let app = treeline_server::serve::app(state, &site, addr);
+    (Team { app, t }, dir)
 }
 
 #[tokio::test]
 async fn every_page_path_needs_sign_in_but_the_sites_files_stay_open() {
-    let (app, _site) = team_with_site().await;
-    for path in ["/runs/r1/", "/traces/", "/no/such/page", "/runs/r1/extra"] {
-        let reply = app.call("GET", path, &[], Body::empty()).await;
-        assert_eq!(reply.status, StatusCode::SEE_OTHER, "{path}");
-        assert!(reply.location().starts_with("/login?next="), "{path}");
-        assert!(!reply.body.contains("Not Found"), "{path}");
+    for sealed in [false, true] {
+        let (app, _site) = team_with_site(sealed).await;
+        for path in ["/runs/r1/", "/traces/", "/no/such/page", "/runs/r1/extra"] {
+            let reply = app.call("GET", path, &[], Body::empty()).await;
+            assert_eq!(reply.status, StatusCode::SEE_OTHER, "{path}");
+            assert!(reply.location().starts_with("/login?next="), "{path}");
+            assert!(!reply.body.contains("Not Found"), "{path}");
+        }
+        let icon = app.call("GET", "/favicon.svg", &[], Body::empty()).await;
+        assert_eq!(icon.status, StatusCode::OK, "sealed: {sealed}");
+        assert_eq!(icon.body, "<svg/>");
+        // Signed in, an unknown path is the app's own 404 page.
+        let cookie = cookie_of(&app.sign_in(BOOT, "/").await);
+        let unknown = app
+            .call(
+                "GET",
+                "/no/such/page",
+                &[("cookie", &cookie)],
+                Body::empty(),
+            )
+            .await;
+        assert_eq!(unknown.status, StatusCode::NOT_FOUND, "sealed: {sealed}");
     }
-    let icon = app.call("GET", "/favicon.svg", &[], Body::empty()).await;
-    assert_eq!(icon.status, StatusCode::OK);
-    assert_eq!(icon.body, "<svg/>");
-    // Signed in, an unknown path is the app's own 404 page.
-    let cookie = cookie_of(&app.sign_in(BOOT, "/").await);
-    let unknown = app
+}
+
+/// A sealed bundle goes out as a directory's did: its brotli copy to a browser that
+/// takes it, its build named, and nothing outside it reachable.
+#[tokio::test]
+async fn a_sealed_bundle_is_served_from_memory() {
+    let (app, _site) = team_with_site(true).await;
+    let br = [("accept-encoding", "gzip, br")];
+    let js = app
+        .call("GET", "/pkg/treeline.js", &br, Body::empty())
+        .await;
+    assert_eq!(js.status, StatusCode::OK);
+    assert_eq!(js.body, "brotli");
+    assert_eq!(js.headers["content-encoding"], "br");
+    assert_eq!(js.headers["x-treeline-build"], "b1");
+    assert_eq!(js.headers["vary"], "accept-encoding");
+    let plain = app
+        .call("GET", "/pkg/treeline.js", &[], Body::empty())
+        .await;
+    assert_eq!(plain.body, "plain");
+    let tag = plain.headers["etag"].to_str().expect("etag").to_string();
+    let again = app
         .call(
             "GET",
-            "/no/such/page",
-            &[("cookie", &cookie)],
+            "/pkg/treeline.js",
+            &[("if-none-match", &tag)],
             Body::empty(),
         )
         .await;
-    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    for path in [
+        "/pkg/../favicon.svg",
+        "/pkg/missing.js",
+        "/pkg/%2e%2e/Cargo.toml",
+    ] {
+        let reply = app.call("GET", path, &[], Body::empty()).await;
+        assert_eq!(reply.status, StatusCode::NOT_FOUND, "{path}");
+    }
 }
 
 #[tokio::test]

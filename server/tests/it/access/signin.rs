@@ -9,6 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::StatusCode;
 use treeline_server::http::AppState;
+use treeline_server::site::Site;
 
 #[tokio::test]
 async fn signing_in_returns_to_the_page_asked_for_and_signing_out_ends_it() {
@@ -114,7 +115,7 @@ async fn a_session_of_a_key_no_longer_given_is_signed_out_everywhere() {
     let again = Team {
         app: treeline_server::serve::app(
             state,
-            &std::env::temp_dir(),
+            &Site::Dir(std::env::temp_dir()),
             HOST.parse().expect("address"),
         ),
         t: first.t,
