@@ -24,7 +24,7 @@ ifeq ($(CI),true)
 export CARGO_INCREMENTAL := 0
 endif
 
-.PHONY: run build test-build tools bootstrap py-venv dev test lint lint-quick lint-variant rust-and-bundle rust-test e2e browser-test py-test otlp-test bench browser-bench clean help
+.PHONY: run build test-build wheel tools bootstrap py-venv dev test lint lint-quick lint-variant rust-and-bundle rust-test e2e browser-test wheel-test py-test otlp-test bench browser-bench clean help
 
 ## run: build the release and serve the dashboard, with the demo loaded, on ADDR (SQLite in DATA_DIR)
 run: build
@@ -42,6 +42,13 @@ build: tools
 ## test-build: the server (debug build) and the bundle, as `make test` runs them
 test-build: tools
 	@SERVER_PROFILE=dev scripts/build-release.sh
+
+## wheel: Python wheels in target/wheels: the release binary (`treeline` on the PATH) and the SDK
+wheel: build py-venv
+	$(say) "wheels: the sealed release binary, and the SDK (pip install \"treeline[server]\" --find-links target/wheels)"
+	$(PY_VENV)/bin/python scripts/build-wheel.py target/release/treeline target/wheels
+	$(PY_VENV)/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps --no-build-isolation ./sdk/python -w target/wheels
+	@ls -l target/wheels
 
 ## tools: install the build tools (wasm target, treeline-bundle, wasm-opt) under TOOLS_DIR
 tools:
@@ -75,7 +82,7 @@ dev: tools
 test: export TREELINE_BIN := $(CURDIR)/target/debug/treeline
 test: export RUSTC_WORKSPACE_WRAPPER := $(shell rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
 test: export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
-test: bootstrap py-venv lint-quick rust-and-bundle py-test otlp-test browser-test
+test: bootstrap py-venv lint-quick rust-and-bundle py-test otlp-test browser-test wheel-test
 
 # The browser bundle (its tool, then the wasm, each in its own target directory)
 # builds beside the Rust tests: those leave a core idle while they run and link, and
@@ -144,6 +151,10 @@ browser-test:
 	@WANT=chromium scripts/bootstrap-system.sh
 	@WANT=node scripts/setup-tools.sh
 	scripts/e2e.sh
+
+## wheel-test: the wheels of TREELINE_BIN and the SDK installed offline into a fresh venv, served from elsewhere, checked in Chromium
+wheel-test:
+	scripts/test-wheel.sh
 
 # Through `build`: a plain `cargo build` of the server would leave a binary that names
 # the wrong browser bundle.

@@ -23,6 +23,8 @@ REQUIREMENTS=(
   "opentelemetry-exporter-otlp-json-http==0.66b1"
   # So that the SDK's zstd path is tested (below Python 3.14 it needs this package).
   "zstandard==0.25.0"
+  # `make wheel` builds the SDK's wheel with it (from 70.1 it needs no `wheel` package).
+  "setuptools>=70.1"
 )
 SDK=$ROOT/sdk/python
 STAMP=$PY_VENV/treeline-stamp

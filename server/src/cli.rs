@@ -129,7 +129,8 @@ pub struct ServeArgs {
     /// over https (an `X-Forwarded-Proto: https` header does the same per request).
     #[arg(long, env = "TREELINE_SECURE_COOKIES")]
     pub secure_cookies: bool,
-    /// Directory of the built dashboard (wasm, js, css); found beside the binary by default.
+    /// A directory of the built dashboard (wasm, js, css) to serve instead of the one
+    /// sealed into the binary (without one, the directory beside the binary).
     #[arg(long, env = "TREELINE_SITE_DIR")]
     pub site_dir: Option<PathBuf>,
     /// Days that project-wide trace browsing looks back by default.
