@@ -1,9 +1,10 @@
 //! A sealed site's files, answered from memory as a directory would be: the
-//! brotli or gzip copy to a browser that accepts it, an ETag, and a 304 when the
-//! browser's copy is current.
+//! brotli or gzip copy to a browser that accepts it, an ETag and a Last-Modified,
+//! and a 304 when the browser's copy is current.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -20,43 +21,71 @@ struct File {
     etag: HeaderValue,
 }
 
-/// The sealed files by their path under the site root ("pkg/treeline.js").
-pub struct Files(HashMap<String, File>);
+/// The sealed files by their path under the site root ("pkg/treeline.js"), and
+/// when they were sealed (every file changes only with the binary).
+pub struct Files {
+    files: HashMap<String, File>,
+    sealed_at: SystemTime,
+    last_modified: HeaderValue,
+}
 
 impl Files {
-    pub fn new(files: sealed::Files) -> Self {
-        Files(
-            files
-                .into_iter()
-                .filter_map(|(name, data)| {
-                    let hash = xxhash_rust::xxh3::xxh3_128(&data);
-                    let etag = HeaderValue::from_str(&format!("\"{hash:032x}\"")).ok()?;
-                    Some((
-                        name,
-                        File {
-                            data: Bytes::from(data),
-                            etag,
-                        },
-                    ))
-                })
-                .collect(),
-        )
+    pub fn new(files: sealed::Files, sealed_at: SystemTime) -> Self {
+        // Whole seconds, as the header carries them, so If-Modified-Since compares.
+        let secs = sealed_at
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let sealed_at = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        let last_modified = HeaderValue::from_str(&httpdate::fmt_http_date(sealed_at))
+            .unwrap_or_else(|_| HeaderValue::from_static("Thu, 01 Jan 1970 00:00:00 GMT"));
+        let files = files
+            .into_iter()
+            .filter_map(|(name, data)| {
+                let hash = xxhash_rust::xxh3::xxh3_128(&data);
+                let etag = HeaderValue::from_str(&format!("\"{hash:032x}\"")).ok()?;
+                Some((
+                    name,
+                    File {
+                        data: Bytes::from(data),
+                        etag,
+                    },
+                ))
+            })
+            .collect();
+        Files {
+            files,
+            sealed_at,
+            last_modified,
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.files.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.files.is_empty()
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
+        self.files.keys().map(String::as_str)
     }
 
     pub fn get(&self, name: &str) -> Option<&[u8]> {
-        self.0.get(name).map(|f| &f.data[..])
+        self.files.get(name).map(|f| &f.data[..])
+    }
+
+    /// Whether the browser's copy is current: by ETag when it sends one (which then
+    /// decides alone), else by date.
+    fn is_current(&self, headers: &HeaderMap, etag: &HeaderValue) -> bool {
+        if let Some(tags) = headers.get(header::IF_NONE_MATCH) {
+            return matches(tags, etag);
+        }
+        headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| httpdate::parse_http_date(v).ok())
+            .is_some_and(|since| self.sealed_at <= since)
     }
 
     /// `name` as the browser asked for it: GET or HEAD, compressed when it can be.
@@ -64,19 +93,18 @@ impl Files {
         if method != Method::GET && method != Method::HEAD {
             return StatusCode::METHOD_NOT_ALLOWED.into_response();
         }
-        let Some(plain) = self.0.get(name) else {
+        let Some(plain) = self.files.get(name) else {
             return StatusCode::NOT_FOUND.into_response();
         };
         let accepted = accepted_encodings(headers);
         let (file, encoding) = [("br", ".br"), ("gzip", ".gz")]
             .into_iter()
             .filter(|(coding, _)| accepted.contains(coding))
-            .find_map(|(coding, ext)| Some((self.0.get(&format!("{name}{ext}"))?, Some(coding))))
+            .find_map(|(coding, ext)| {
+                Some((self.files.get(&format!("{name}{ext}"))?, Some(coding)))
+            })
             .unwrap_or((plain, None));
-        let mut response = if headers
-            .get(header::IF_NONE_MATCH)
-            .is_some_and(|tags| matches(tags, &file.etag))
-        {
+        let mut response = if self.is_current(headers, &file.etag) {
             StatusCode::NOT_MODIFIED.into_response()
         } else if method == Method::HEAD {
             let mut r = Response::new(Body::empty());
@@ -88,6 +116,7 @@ impl Files {
         };
         let out = response.headers_mut();
         out.insert(header::ETAG, file.etag.clone());
+        out.insert(header::LAST_MODIFIED, self.last_modified.clone());
         out.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(content_type(name)),
@@ -185,7 +214,10 @@ mod tests {
         f.insert("pkg/a.js.br".into(), b"brotli".to_vec());
         f.insert("pkg/a.js.gz".into(), b"gzip".to_vec());
         f.insert("pkg/b.wasm".into(), b"wasm".to_vec());
-        Files::new(f)
+        Files::new(
+            f,
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+        )
     }
 
     fn ask(files: &Files, name: &str, pairs: &[(header::HeaderName, &str)]) -> Response {
@@ -223,6 +255,27 @@ mod tests {
             ask(&f, "pkg/missing.js", &[]).status(),
             StatusCode::NOT_FOUND
         );
+    }
+
+    #[test]
+    fn a_copy_dated_at_or_after_the_seal_is_current_unless_an_etag_says_otherwise() {
+        let f = files();
+        let first = ask(&f, "pkg/b.wasm", &[]);
+        let date = first.headers()[header::LAST_MODIFIED]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(date, "Tue, 14 Nov 2023 22:13:20 GMT");
+        let again = ask(&f, "pkg/b.wasm", &[(header::IF_MODIFIED_SINCE, &date)]);
+        assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+        let older = "Tue, 14 Nov 2023 22:13:19 GMT";
+        let stale = ask(&f, "pkg/b.wasm", &[(header::IF_MODIFIED_SINCE, older)]);
+        assert_eq!(stale.status(), StatusCode::OK);
+        let both = [
+            (header::IF_MODIFIED_SINCE, date.as_str()),
+            (header::IF_NONE_MATCH, "\"0\""),
+        ];
+        assert_eq!(ask(&f, "pkg/b.wasm", &both).status(), StatusCode::OK);
     }
 
     #[test]

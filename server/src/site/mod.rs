@@ -44,8 +44,14 @@ impl Site {
             return Ok(Site::Dir(dir));
         }
         let exe = std::env::current_exe().ok();
-        if let Some(files) = exe.as_deref().map(sealed::read).transpose()?.flatten() {
-            return Ok(Site::Sealed(Arc::new(Files::new(files))));
+        if let Some(exe) = exe.as_deref() {
+            if let Some(files) = sealed::read(exe)? {
+                // The seal rewrites the binary, so its time is the files' time.
+                let sealed_at = std::fs::metadata(exe)
+                    .and_then(|m| m.modified())
+                    .unwrap_or_else(|_| std::time::SystemTime::now());
+                return Ok(Site::Sealed(Arc::new(Files::new(files, sealed_at))));
+            }
         }
         Ok(Site::Dir(default_dir()))
     }

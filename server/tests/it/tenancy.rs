@@ -281,7 +281,7 @@ async fn team_with_site(sealed: bool) -> (Team, tempfile::TempDir) {
         files.insert("pkg/treeline.js".into(), b"plain".to_vec());
         files.insert("pkg/treeline.js.br".into(), b"brotli".to_vec());
         files.insert("pkg/treeline.build".into(), b"b1\n".to_vec());
-        Site::Sealed(Arc::new(Files::new(files)))
+        Site::Sealed(Arc::new(Files::new(files, std::time::SystemTime::now())))
     } else {
         Site::Dir(dir.path().to_path_buf())
     };
