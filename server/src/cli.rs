@@ -88,6 +88,9 @@ enum BenchCommand {
     /// node (first, last, jumped to, around a child, found by name) and the
     /// server-rendered deep links to a span 50 levels down and into the large node
     HugeTrace(crate::bench::HugeArgs),
+    /// Latency (p50/p95) of the compare-runs page's reads on 20 runs x 4 metrics x
+    /// 100,000 steps: all of it, zoomed, two runs, and the server-rendered page
+    CompareRuns(crate::bench::RunCompareArgs),
     /// SDK-shaped writers and dashboard readers against real server processes,
     /// optionally killed mid-soak or several on one PostgreSQL database; then
     /// every acknowledged trace is read back.
@@ -215,6 +218,10 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::HugeTrace(args)) => {
             runtime.block_on(crate::bench::huge(&Server, args))
+        }
+        #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::CompareRuns(args)) => {
+            runtime.block_on(crate::bench::run_compare(&Server, args))
         }
         #[cfg(feature = "devtools")]
         Command::Demo(args) => runtime.block_on(crate::demo::run_command(&Server, args)),

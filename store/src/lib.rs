@@ -22,6 +22,7 @@ mod filter_terms;
 mod group;
 mod group_lens;
 mod merge;
+mod metric_series;
 mod migrations;
 mod postgres;
 mod reader;
@@ -43,6 +44,7 @@ use treeline_wire::{
 pub use access::{Access, AccessStore, KeyRecord, SessionRecord};
 pub use children::{BodyDifferences, ChildNode};
 pub use cursor::Cursor;
+pub use metric_series::SeriesWindow;
 pub use postgres::PostgresStore;
 pub use reader::{Reader, Reads, MAX_ANCESTORS};
 pub use sqlite::SqliteStore;

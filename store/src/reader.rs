@@ -3,8 +3,8 @@
 use async_trait::async_trait;
 use sqlx::Pool;
 use treeline_wire::{
-    ProjectList, ProjectSummary, RunDetail, RunList, SpanDetail, SpanPage, StepActivity,
-    StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
+    MetricSeries, ProjectList, ProjectSummary, RunDetail, RunList, SpanDetail, SpanPage,
+    StepActivity, StepTotals, StepsResponse, TraceList, TraceSummary, STEP_LIMIT,
 };
 
 use treeline_wire::annotations::AnnotationList;
@@ -19,6 +19,7 @@ use treeline_wire::filter::{
 use super::children::{self, BodyDifferences, ChildNode};
 use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
+use super::metric_series::SeriesWindow;
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::{Cursor, LevelStart, SpanLevel, StoreError, StoreResult, TraceQuery};
 
@@ -52,8 +53,16 @@ pub trait Reads: Send + Sync {
         name: &str,
         id_prefix: &str,
     ) -> StoreResult<Option<String>>;
-    /// Every (step, value) of one metric, by step.
-    async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>>;
+    /// One metric of a run in `window`'s steps, by step: every point (with its time)
+    /// when at most `window.max_points` are stored there, else each of about
+    /// `max_points / 2` equal step buckets as its smallest and largest value. No
+    /// such run or key reads as an empty series.
+    async fn metric_series(
+        &self,
+        run_id: &str,
+        key: &str,
+        window: SeriesWindow,
+    ) -> StoreResult<MetricSeries>;
     /// One page of trace summaries matching `query`, in its order, with the cursor
     /// of the next page.
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList>;
@@ -483,17 +492,13 @@ impl<DB: Dialect> Reads for Reader<DB> {
         Ok(Some(rows::run_detail(&row, metric_keys)?))
     }
 
-    async fn metric_series(&self, run_id: &str, key: &str) -> StoreResult<Vec<(i64, f64)>> {
-        let mut q = Sql::new("SELECT step, value FROM metric_points WHERE run_id = ");
-        q.bind(run_id)
-            .push(" AND key = ")
-            .bind(key)
-            .push(" ORDER BY step");
-        self.rows(q)
-            .await?
-            .iter()
-            .map(|r| Ok((r.req_int("step")?, r.req_float("value")?)))
-            .collect()
+    async fn metric_series(
+        &self,
+        run_id: &str,
+        key: &str,
+        window: SeriesWindow,
+    ) -> StoreResult<MetricSeries> {
+        self.read_metric_series(run_id, key, window).await
     }
 
     async fn list_traces(&self, query: &TraceQuery) -> StoreResult<TraceList> {

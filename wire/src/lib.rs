@@ -10,6 +10,7 @@ pub mod groups;
 pub mod limits;
 pub mod query;
 pub mod routes;
+pub mod run_compare;
 pub mod stats;
 
 mod compare;

@@ -59,43 +59,21 @@ pub fn parse_metric_point(value: &Value) -> Result<MetricPoint, Invalid> {
     })
 }
 
-/// `GET …/metrics?key=`: `[step, value]` pairs ordered by step.
+/// `GET …/metrics?key=`: `[step, value]` pairs ordered by step, with each point's
+/// logged time (`ts`, microseconds; null for a point logged without one) at the same
+/// index. Past `max_points`, each of the step range's buckets keeps its smallest and
+/// largest value, so a spike survives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricSeries {
     pub key: String,
     pub points: Vec<(i64, f64)>,
+    #[serde(default)]
+    pub ts: Vec<Option<i64>>,
     pub downsampled: bool,
-}
-
-/// Keeps each bucket's min and max (in step order) so spikes survive downsampling.
-pub fn downsample(points: Vec<(i64, f64)>, max_points: usize) -> (Vec<(i64, f64)>, bool) {
-    let max_points = max_points.max(2);
-    if points.len() <= max_points {
-        return (points, false);
-    }
-    let buckets = max_points / 2;
-    let size = points.len().div_ceil(buckets);
-    let mut out = Vec::with_capacity(max_points);
-    for chunk in points.chunks(size) {
-        let mut lo = chunk[0];
-        let mut hi = chunk[0];
-        for &p in chunk {
-            if p.1 < lo.1 {
-                lo = p;
-            }
-            if p.1 > hi.1 {
-                hi = p;
-            }
-        }
-        if lo.0 == hi.0 {
-            out.push(lo);
-        } else if lo.0 < hi.0 {
-            out.extend([lo, hi]);
-        } else {
-            out.extend([hi, lo]);
-        }
-    }
-    (out, true)
+    /// Points stored in the range asked for (more than `points.len()` when
+    /// downsampled).
+    #[serde(default)]
+    pub stored: u64,
 }
 
 #[cfg(test)]
@@ -110,17 +88,5 @@ mod tests {
         assert_eq!(err.unwrap_err().code, "invalid_step");
         let err = parse_metric_point(&json!({"key": "loss", "step": 1, "value": "NaN"}));
         assert!(err.unwrap_err().message.contains("value"));
-    }
-
-    #[test]
-    fn downsampling_keeps_extremes_and_order() {
-        let mut points: Vec<(i64, f64)> = (0..10_000).map(|s| (s, (s % 7) as f64)).collect();
-        points[5_000].1 = -100.0;
-        points[7_001].1 = 100.0;
-        let (out, downsampled) = downsample(points, 200);
-        assert!(downsampled);
-        assert!(out.len() <= 200);
-        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
-        assert!(out.contains(&(5_000, -100.0)) && out.contains(&(7_001, 100.0)));
     }
 }

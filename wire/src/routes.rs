@@ -38,6 +38,9 @@ pub const RUN_STATS: &str = "/runs/{run_id}/stats";
 pub const RUN_GROUPS: &str = "/runs/{run_id}/groups";
 /// What differs between two step ranges of a run.
 pub const RUN_CHANGES: &str = "/runs/{run_id}/changes";
+/// Several runs' configs and metrics side by side (not under `/runs/`, where it
+/// would shadow a run of that id).
+pub const COMPARE_RUNS: &str = "/compare-runs";
 /// The traces of a run that share a trace's rollout id.
 pub const TRACE_ROLLOUTS: &str = "/runs/{run_id}/traces/{trace_id}/rollouts";
 /// A trace's annotations and its spans': listed, created or updated, deleted.
@@ -69,6 +72,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUN_STATS),
     ("GET", RUN_GROUPS),
     ("GET", RUN_CHANGES),
+    ("GET", COMPARE_RUNS),
     ("GET", TRACE_ROLLOUTS),
     ("GET", TRACE_ANNOTATIONS),
     ("PUT", TRACE_ANNOTATIONS),

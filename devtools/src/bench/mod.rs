@@ -9,6 +9,7 @@ mod otlp;
 mod query;
 mod rng;
 mod rollouts;
+mod run_compare;
 mod soak;
 
 pub use compare::{compare, CompareArgs};
@@ -18,6 +19,7 @@ pub use ingest::{ingest, IngestArgs};
 pub use otlp::{otlp, OtlpArgs};
 pub use query::{query, QueryArgs};
 pub use rollouts::{rollouts, RolloutsArgs};
+pub use run_compare::{run_compare, RunCompareArgs};
 pub use soak::{soak, SoakArgs};
 
 use crate::failure::{Context, Outcome};

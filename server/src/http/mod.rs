@@ -15,6 +15,7 @@ pub mod ingest;
 mod insight;
 mod params;
 pub mod query;
+mod run_compare;
 pub mod secret;
 pub mod shed;
 pub mod signin;
@@ -110,6 +111,7 @@ pub fn router(state: AppState) -> Router {
         .route(routes::RUN_STATS, get(insight::stats))
         .route(routes::RUN_GROUPS, get(insight::groups))
         .route(routes::RUN_CHANGES, get(insight::changes))
+        .route(routes::COMPARE_RUNS, get(run_compare::compare_runs))
         .route(routes::TRACE_ANNOTATIONS, get(annotations::list))
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,

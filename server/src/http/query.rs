@@ -11,8 +11,8 @@ use treeline_wire::limits::{
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes;
 use treeline_wire::{
-    check_id, downsample, MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail,
-    SpanPage, StepsResponse, TraceList, TraceSummary, TraceWindow,
+    check_id, MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
+    StepsResponse, TraceList, TraceSummary, TraceWindow,
 };
 
 use super::auth::{visible_run, Principal, Via};
@@ -20,7 +20,8 @@ use super::error::{ApiError, ApiResult};
 use super::extract::{ListParams, ScopedRunId, SeenRun};
 use super::params::{cursor, find_run, find_trace, params, span_not_found, trace_query};
 use super::{now_us, AppState};
-use crate::store::{LevelStart, SpanLevel};
+use crate::store::{LevelStart, SeriesWindow, SpanLevel};
+use treeline_wire::stats::check_steps;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -116,16 +117,21 @@ async fn metrics(
                 )
             })?,
     };
+    let (min_step, max_step) = (p.non_negative("min_step")?, p.non_negative("max_step")?);
+    check_steps(min_step, max_step, ("min_step", "max_step"))?;
     find_run(&state, &who, &run_id).await?;
-    let (points, downsampled) = downsample(
-        state.store.reads().metric_series(&run_id, &key).await?,
+    let window = SeriesWindow {
         max_points,
-    );
-    Ok(Json(MetricSeries {
-        key,
-        points,
-        downsampled,
-    }))
+        min_step,
+        max_step,
+    };
+    Ok(Json(
+        state
+            .store
+            .reads()
+            .metric_series(&run_id, &key, window)
+            .await?,
+    ))
 }
 
 async fn traces(

@@ -3,7 +3,7 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write};
 use serde_json::json;
-use treeline_server::store::StoreError;
+use treeline_server::store::{SeriesWindow, StoreError};
 use treeline_wire::{MetricPoint, RunUpsert};
 
 use super::S;
@@ -113,7 +113,11 @@ async fn metrics_are_kept_by_step_and_read_in_order(s: S) {
         .unwrap();
     s.write_metrics("r1", &[p(2, 0.4)]).await.unwrap();
     assert_eq!(
-        s.reads().metric_series("r1", "train/loss").await.unwrap(),
+        s.reads()
+            .metric_series("r1", "train/loss", SeriesWindow::points(100))
+            .await
+            .unwrap()
+            .points,
         vec![(1, 0.9), (2, 0.4), (3, 0.3)]
     );
     assert_eq!(
@@ -135,8 +139,76 @@ async fn a_batch_repeating_a_key_and_step_keeps_the_last_value(s: S) {
         .await
         .unwrap();
     assert_eq!(
-        s.reads().metric_series("r1", "reward").await.unwrap(),
+        s.reads()
+            .metric_series("r1", "reward", SeriesWindow::points(100))
+            .await
+            .unwrap()
+            .points,
         vec![(1, 0.5), (2, 0.2)]
+    );
+}
+
+/// 10,000 points read as 200 keep their spikes, their order and their times; a
+/// window reads its steps only, whole when they fit.
+async fn a_long_series_is_read_as_each_buckets_extremes(s: S) {
+    run(&s, "r1").await;
+    let points: Vec<MetricPoint> = (0..10_000)
+        .map(|step| MetricPoint {
+            key: "loss".into(),
+            step,
+            value: match step {
+                5_000 => -100.0,
+                7_001 => 100.0,
+                _ => (step % 7) as f64,
+            },
+            // Every other point was logged without a time.
+            ts: (step % 2 == 0).then_some(1_000_000 + step),
+        })
+        .collect();
+    for chunk in points.chunks(2_000) {
+        s.write_metrics("r1", chunk).await.unwrap();
+    }
+    let read = s
+        .reads()
+        .metric_series("r1", "loss", SeriesWindow::points(200))
+        .await
+        .unwrap();
+    assert!(read.downsampled);
+    assert_eq!(read.stored, 10_000);
+    assert!(
+        read.points.len() <= 200 && read.points.len() >= 190,
+        "{}",
+        read.points.len()
+    );
+    assert_eq!(read.ts.len(), read.points.len());
+    assert!(read.points.windows(2).all(|w| w[0].0 < w[1].0));
+    let values: Vec<f64> = read.points.iter().map(|p| p.1).collect();
+    assert!(values.contains(&-100.0) && values.contains(&100.0));
+    assert_eq!(read.points.first(), Some(&(0, 0.0)));
+    assert_eq!(read.points.last().map(|p| p.0), Some(9_999));
+    // A bucket's first time is its earliest logged one.
+    assert_eq!(read.ts[0], Some(1_000_000));
+
+    let window = SeriesWindow {
+        max_points: 200,
+        min_step: Some(4_990),
+        max_step: Some(5_010),
+    };
+    let zoomed = s.reads().metric_series("r1", "loss", window).await.unwrap();
+    assert!(!zoomed.downsampled);
+    assert_eq!(zoomed.stored, 21);
+    assert_eq!(zoomed.points.len(), 21);
+    assert_eq!(zoomed.points[10], (5_000, -100.0));
+    assert_eq!((zoomed.ts[10], zoomed.ts[11]), (Some(1_005_000), None));
+
+    let none = s
+        .reads()
+        .metric_series("r1", "no-such-key", SeriesWindow::points(200))
+        .await
+        .unwrap();
+    assert_eq!(
+        (none.points.len(), none.stored, none.downsampled),
+        (0, 0, false)
     );
 }
 
@@ -229,6 +301,7 @@ on_both!(tokio::test, |t| t.store.clone();
     runs_are_created_once_and_keep_their_project,
     metrics_are_kept_by_step_and_read_in_order,
     a_batch_repeating_a_key_and_step_keeps_the_last_value,
+    a_long_series_is_read_as_each_buckets_extremes,
     racing_creations_of_one_run_create_it_once,
     runs_are_found_by_a_piece_of_their_name_or_id,
 );

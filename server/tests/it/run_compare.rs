@@ -1,0 +1,136 @@
+//! `GET /api/compare-runs`: several runs' configs and metrics in one answer, on both
+//! databases, with a project key kept to its project.
+
+use crate::common;
+use crate::common::on_both;
+use crate::team::{team, Team, BOOT};
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+/// Run `run` of `project` with config `config` and `points` of `key` (step, value).
+async fn logged(
+    app: &Team,
+    run: &str,
+    project: &str,
+    config: serde_json::Value,
+    key: &str,
+    points: &[(i64, f64)],
+) {
+    let reply = app
+        .send(
+            "PUT",
+            &format!("/api/runs/{run}"),
+            BOOT,
+            json!({"project": project, "config": config}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::CREATED, "{}", reply.body);
+    let points: Vec<_> = points
+        .iter()
+        .map(|&(step, value)| json!({"key": key, "step": step, "value": value, "ts": 1_000_000 + step}))
+        .collect();
+    let reply = app
+        .send(
+            "POST",
+            &format!("/api/runs/{run}/metrics"),
+            BOOT,
+            json!({"points": points}),
+        )
+        .await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.body);
+}
+
+async fn runs_compare_side_by_side_within_the_callers_reach(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    logged(
+        &app,
+        "seed0",
+        "alpha",
+        json!({"lr": 0.1, "seed": 0}),
+        "reward",
+        &[(1, 0.1), (2, 0.2)],
+    )
+    .await;
+    logged(
+        &app,
+        "seed1",
+        "alpha",
+        json!({"lr": 0.1, "seed": 1}),
+        "reward",
+        &[(1, 0.3)],
+    )
+    .await;
+    logged(&app, "other", "alpha", json!({}), "loss", &[(1, 2.0)]).await;
+    logged(&app, "theirs", "beta", json!({}), "reward", &[(1, 9.0)]).await;
+
+    let both = app
+        .get("/api/compare-runs?run=seed0&run=seed1&run=other", BOOT)
+        .await;
+    assert_eq!(both.status, StatusCode::OK, "{}", both.body);
+    let body = both.json();
+    let ids: Vec<_> = body["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!("seed0"), json!("seed1"), json!("other")]);
+    assert_eq!(body["runs"][1]["config"]["seed"], 1);
+    // The most shared metric first; each line names its run, with its times.
+    assert_eq!(
+        body["keys"],
+        json!([{"key": "reward", "runs": 2}, {"key": "loss", "runs": 1}])
+    );
+    assert_eq!(body["metrics"][0]["key"], "reward");
+    let lines = &body["metrics"][0]["series"];
+    assert_eq!(lines.as_array().map(Vec::len), Some(2));
+    assert_eq!(lines[0]["run_id"], "seed0");
+    assert_eq!(lines[0]["points"], json!([[1, 0.1], [2, 0.2]]));
+    assert_eq!(lines[0]["ts"], json!([1_000_001, 1_000_002]));
+    assert_eq!(body["metrics"][1]["series"][0]["run_id"], "other");
+
+    // One key asked for, in a step range.
+    let one = app
+        .get(
+            "/api/compare-runs?run=seed0&run=seed1&key=reward&min_step=2",
+            BOOT,
+        )
+        .await
+        .json();
+    assert_eq!(one["metrics"].as_array().map(Vec::len), Some(1));
+    assert_eq!(one["metrics"][0]["series"][0]["points"], json!([[2, 0.2]]));
+    assert_eq!(one["metrics"][0]["series"][1]["points"], json!([]));
+
+    // Errors name what is wrong.
+    let unknown = app.get("/api/compare-runs?run=seed0&run=nope", BOOT).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert!(unknown.body.contains("nope"), "{}", unknown.body);
+    let many: Vec<String> = (0..21).map(|i| format!("run=r{i}")).collect();
+    let too_many = app
+        .get(&format!("/api/compare-runs?{}", many.join("&")), BOOT)
+        .await;
+    assert_eq!(
+        (too_many.status, too_many.code()),
+        (StatusCode::BAD_REQUEST, "too_many_runs".into())
+    );
+    let none = app.get("/api/compare-runs", BOOT).await;
+    assert_eq!(none.code(), "missing_parameter");
+
+    // A project key compares its project's runs, and another project's run is
+    // unknown to it (not a 403 that confirms it exists).
+    let (_, alpha) = app.key("read", Some("alpha")).await;
+    let own = app
+        .get("/api/compare-runs?run=seed0&run=seed1", &alpha)
+        .await;
+    assert_eq!(own.status, StatusCode::OK, "{}", own.body);
+    let crossing = app
+        .get("/api/compare-runs?run=seed0&run=theirs", &alpha)
+        .await;
+    assert_eq!(crossing.status, StatusCode::NOT_FOUND);
+    assert!(!crossing.body.contains("9.0"), "{}", crossing.body);
+}
+
+on_both!(tokio::test, |t| t;
+    runs_compare_side_by_side_within_the_callers_reach,
+);
