@@ -13,6 +13,7 @@ mod distinct;
 pub mod format;
 mod pages;
 mod routes;
+mod run_compare_url;
 mod url;
 
 #[cfg(feature = "ssr")]
@@ -85,6 +86,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/runs/:run_id") view={Lazy::<routes::RunDetail>::new()}/>
                     <Route path=path!("/traces") view={Lazy::<routes::Traces>::new()}/>
                     <Route path=path!("/compare") view={Lazy::<routes::Compare>::new()}/>
+                    <Route path=path!("/compare-runs") view={Lazy::<routes::CompareRuns>::new()}/>
                 </Routes>
             </main>
         </Router>

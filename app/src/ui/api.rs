@@ -12,10 +12,11 @@ use treeline_wire::groups::{Groups, GroupsQuery};
 use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes::{
-    path, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_GROUPS, RUN_METRICS,
-    RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION, SPAN, SPANS, TRACE,
-    TRACES, TRACE_ANNOTATIONS, TRACE_ROLLOUTS,
+    path, COMPARE_RUNS, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_GROUPS,
+    RUN_METRICS, RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION, SPAN,
+    SPANS, TRACE, TRACES, TRACE_ANNOTATIONS, TRACE_ROLLOUTS,
 };
+use treeline_wire::run_compare::{CompareRunsQuery, RunComparison};
 use treeline_wire::stats::{Stats, StatsQuery};
 use treeline_wire::{
     Alignment, Invalid, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
@@ -206,6 +207,11 @@ pub async fn metric(
         encode(&key)
     ))
     .await
+}
+
+/// Several runs' configs and metrics, for the compare-runs page.
+pub async fn compare_runs(query: CompareRunsQuery) -> Result<RunComparison, ApiError> {
+    get(format!("{}?{}", path(COMPARE_RUNS, &[]), query.to_query())).await
 }
 
 pub async fn steps(run_id: String) -> Result<StepsResponse, ApiError> {

@@ -45,3 +45,4 @@ macro_rules! route {
 route!(RunDetail, pages::run_detail::RunDetailPage);
 route!(Traces, pages::traces::TracesPage);
 route!(Compare, pages::compare::ComparePage);
+route!(CompareRuns, pages::compare_runs::CompareRunsPage);

@@ -1,7 +1,7 @@
 //! The compare-runs page's state, kept in its URL so a comparison is a link: the
 //! runs, the metrics drawn, the smoothing, the x-axis, the zoom and the hidden runs.
 
-use treeline_wire::run_compare::{CompareRunsQuery, COMPARE_RUNS_MAX};
+use treeline_wire::run_compare::CompareRunsQuery;
 
 use crate::ui::api::encode;
 
@@ -42,8 +42,8 @@ impl XAxis {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct RunCompareUrl {
-    /// In the order given, repeats dropped, at most [`COMPARE_RUNS_MAX`] kept (the
-    /// server refuses more, so the page can say so).
+    /// In the order given, repeats dropped, all kept: the server refuses
+    /// more than it takes, and the page shows why.
     pub runs: Vec<String>,
     /// The metrics drawn; none: the server's choice (the most shared).
     pub keys: Vec<String>,
@@ -86,7 +86,10 @@ impl RunCompareUrl {
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| s.is_finite())
                 .map_or(0.0, |s| s.clamp(0.0, MAX_SMOOTH)),
-            x: get("x").as_deref().and_then(XAxis::parse).unwrap_or_default(),
+            x: get("x")
+                .as_deref()
+                .and_then(XAxis::parse)
+                .unwrap_or_default(),
             zoom,
             hide: get("hide")
                 .unwrap_or_default()
@@ -127,11 +130,6 @@ impl RunCompareUrl {
         }
         q
     }
-
-    /// Whether there are too many runs to compare.
-    pub(crate) fn too_many(&self) -> bool {
-        self.runs.len() > COMPARE_RUNS_MAX
-    }
 }
 
 #[cfg(test)]
@@ -163,7 +161,10 @@ mod tests {
             "/compare-runs?run=a&run=a&run=b&smooth=7&x=sideways&from=9&to=3",
         ));
         assert_eq!(url.runs, vec!["a".to_string(), "b".to_string()]);
-        assert_eq!((url.smooth, url.x, url.zoom), (MAX_SMOOTH, XAxis::Step, None));
+        assert_eq!(
+            (url.smooth, url.x, url.zoom),
+            (MAX_SMOOTH, XAxis::Step, None)
+        );
         let zoomed = RunCompareUrl {
             zoom: Some((10, 20)),
             ..url.clone()

@@ -40,7 +40,12 @@ pub(crate) fn round_interval(span: f64, count: f64) -> f64 {
 /// The value axis: round values from just below the data to just above it, about
 /// four intervals apart (bottom first). A flat series gets room around its value.
 fn value_axis(points: &[(i64, f64)]) -> Vec<f64> {
-    let (lo, hi) = match data_range(points) {
+    value_axis_over(data_range(points))
+}
+
+/// [`value_axis`] over the data's range (`None`: no data).
+pub(crate) fn value_axis_over(range: Option<(f64, f64)>) -> Vec<f64> {
+    let (lo, hi) = match range {
         None => (0.0, 1.0),
         Some((lo, hi)) if hi - lo < 1e-12 => {
             let room = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
@@ -65,7 +70,7 @@ pub(crate) fn round_multiple(i: i64, step: f64) -> f64 {
 }
 
 /// The value range drawn: the axis's first and last tick.
-fn axis_range(axis: &[f64]) -> (f64, f64) {
+pub(crate) fn axis_range(axis: &[f64]) -> (f64, f64) {
     (
         axis.first().copied().unwrap_or(0.0),
         axis.last().copied().unwrap_or(1.0),

@@ -145,7 +145,10 @@ mod tests {
         assert_eq!(keys(&differ), ["model.layers", "seed"]);
         assert_eq!(keys(&same), ["lr", "model.name"]);
         assert_eq!(differ[0].values, [Some("4".to_string()), None]);
-        assert_eq!(same[1].values, [Some("q".to_string()), Some("q".to_string())]);
+        assert_eq!(
+            same[1].values,
+            [Some("q".to_string()), Some("q".to_string())]
+        );
         // No config at all has no keys.
         assert_eq!(config_rows(&[&json!(null), &json!({})]), (vec![], vec![]));
     }

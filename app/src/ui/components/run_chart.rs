@@ -6,8 +6,7 @@ use leptos::prelude::*;
 use plotters::prelude::*;
 
 use super::chart::{
-    axis_range, short, step_ticks, value_axis_over, value_ticks, HEIGHT, PAD_LEFT,
-    PAD_RIGHT, WIDTH,
+    axis_range, short, step_ticks, value_axis_over, value_ticks, HEIGHT, PAD_LEFT, PAD_RIGHT, WIDTH,
 };
 use crate::ui::format;
 use crate::ui::run_compare_url::XAxis;
@@ -185,9 +184,14 @@ fn lines_svg(lines: &[ChartLine], axis: &[f64], x0: f64, x1: f64, smooth: f64) -
                 for line in lines {
                     let (r, g, b) = PALETTE[line.colour % PALETTE.len()];
                     let hue = RGBColor(r, g, b);
-                    let inside = line.points.iter().copied().filter(|p| p.0 >= x0 && p.0 <= x1);
+                    let inside = line
+                        .points
+                        .iter()
+                        .copied()
+                        .filter(|p| p.0 >= x0 && p.0 <= x1);
                     if smooth > 0.0 {
-                        chart.draw_series(LineSeries::new(inside, hue.mix(0.25).stroke_width(1)))?;
+                        chart
+                            .draw_series(LineSeries::new(inside, hue.mix(0.25).stroke_width(1)))?;
                         let smoothed = ema(&line.points, smooth);
                         let inside = smoothed.into_iter().filter(|p| p.0 >= x0 && p.0 <= x1);
                         chart.draw_series(LineSeries::new(inside, hue.stroke_width(2)))?;
@@ -231,6 +235,9 @@ fn nearest(points: &[(f64, f64)], x: f64) -> Option<(f64, f64)> {
         .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
 }
 
+/// A line as the readout reads it: its run's name, colour and drawn points.
+type Shown = (String, usize, Vec<(f64, f64)>);
+
 /// A drag across the chart, as fractions of its width: where it began, where it is.
 type Drag = Option<(f64, f64)>;
 
@@ -255,7 +262,7 @@ pub(crate) fn RunChart(
     let ticks = value_ticks(&y_axis);
     let x_ticks = x_ticks(axis, x0, x1);
     // The readout names what is drawn boldest: the average when smoothing.
-    let shown: Vec<(String, usize, Vec<(f64, f64)>)> = lines
+    let shown: Vec<Shown> = lines
         .iter()
         .map(|l| (l.name.clone(), l.colour, ema(&l.points, smooth)))
         .collect();
@@ -302,13 +309,15 @@ pub(crate) fn RunChart(
         (!rows.is_empty()).then_some((x, rows))
     };
     let aria = format!(
-        "{label}: {} lines over {}; drag across to zoom, double-click to reset",
-        lines.len(),
+        "{label}: {} over {}; drag across to zoom, double-click to reset",
+        match lines.len() {
+            1 => "1 line".to_owned(),
+            n => format!("{n} lines"),
+        },
         axis.label().to_lowercase()
     );
-    let missing_note = (!missing.is_empty()).then(|| {
-        format!("not logged by {}", missing.join(", "))
-    });
+    let missing_note =
+        (!missing.is_empty()).then(|| format!("not logged by {}", missing.join(", ")));
     view! {
         <figure class="chart run-chart">
             <figcaption>
@@ -387,7 +396,7 @@ pub(crate) fn data_domain(lines: &[ChartLine]) -> Option<(f64, f64)> {
     let (lo, hi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
         (lo.min(x), hi.max(x))
     });
-    (lo.is_finite() && hi.is_finite()).then(|| if hi > lo { (lo, hi) } else { (lo, lo + 1.0) })
+    (lo.is_finite() && hi.is_finite()).then_some(if hi > lo { (lo, hi) } else { (lo, lo + 1.0) })
 }
 
 #[cfg(test)]
@@ -412,11 +421,14 @@ mod tests {
         let ticks = x_ticks(XAxis::Elapsed, 0.0, 2.0 * hour);
         let labels: Vec<&str> = ticks.iter().map(|t| t.1.as_str()).collect();
         assert_eq!(labels, ["30 min", "1 h", "1 h 30 min", "2 h"]);
-        // 2026-12-03 14:00 UTC and an hour after it, ticked every 15 minutes.
+        // 2026-12-03 14:00 UTC and an hour after it: at most six ticks, every 10 minutes.
         let at = 1_796_306_400_000_000.0;
         let wall = x_ticks(XAxis::Wall, at, at + hour);
         let labels: Vec<&str> = wall.iter().map(|t| t.1.as_str()).collect();
-        assert_eq!(labels, ["14:15", "14:30", "14:45", "15:00"]);
+        assert_eq!(
+            labels,
+            ["14:10", "14:20", "14:30", "14:40", "14:50", "15:00"]
+        );
         let steps = x_ticks(XAxis::Step, 0.0, 400.0);
         assert_eq!(steps.first().map(|t| t.1.as_str()), Some("0"));
     }

@@ -79,7 +79,11 @@ fn Comparison(
     let names: Vec<String> = c.runs.iter().map(|r| r.summary.name.clone()).collect();
     let configs: Vec<serde_json::Value> = c.runs.iter().map(|r| r.config.clone()).collect();
     let one = c.runs.len() < 2;
-    let project = c.runs.first().map(|r| r.summary.project.clone()).unwrap_or_default();
+    let project = c
+        .runs
+        .first()
+        .map(|r| r.summary.project.clone())
+        .unwrap_or_default();
     let add_more = format!(
         "/?project={}&{}",
         encode(&project),
@@ -113,14 +117,18 @@ fn Comparison(
 
 /// Each run with its colour, a link to it, and a box that shows or hides its lines.
 #[component]
-fn Legend(runs: Vec<RunDetail>, state: Memo<RunCompareUrl>, go: Callback<RunCompareUrl>) -> impl IntoView {
+fn Legend(
+    runs: Vec<RunDetail>,
+    state: Memo<RunCompareUrl>,
+    go: Callback<RunCompareUrl>,
+) -> impl IntoView {
     view! {
         <ul class="run-legend" aria-label="Runs compared">
             {runs.into_iter().enumerate().map(|(i, run)| {
                 let id = run.summary.run_id.clone();
                 let hidden = {
                     let id = id.clone();
-                    move || state.read().hide.contains(&id)
+                    Signal::derive(move || state.read().hide.contains(&id))
                 };
                 let toggle = {
                     let id = id.clone();
@@ -136,9 +144,9 @@ fn Legend(runs: Vec<RunDetail>, state: Memo<RunCompareUrl>, go: Callback<RunComp
                 };
                 let name = run.summary.name.clone();
                 view! {
-                    <li class:hidden-run=hidden.clone()>
+                    <li class:hidden-run=hidden>
                         <label>
-                            <input type="checkbox" prop:checked=move || !hidden() on:change=toggle
+                            <input type="checkbox" prop:checked=move || !hidden.get() on:change=toggle
                                 aria-label=format!("Show {name}")/>
                             <span class="swatch" style=format!("background: {}", colour(i))></span>
                         </label>

@@ -88,6 +88,9 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <dt>"Traces"</dt><dd>{trace_counts(&s)}</dd>
             </dl>
             <a class="button" href=WorkspaceUrl { run_id: Some(s.run_id.clone()), ..Default::default() }.href()>"Open in the Traces workspace"</a>
+            " "
+            <a class="button secondary" title="Pick other runs of this project to compare with this one"
+                href=format!("/?project={}&pick={}", encode(&s.project), encode(&s.run_id))>"Compare with…"</a>
         </header>
         <details class="config">
             <summary>"Config"</summary>

@@ -1,10 +1,12 @@
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::NavigateOptions;
 
 use crate::ui::api::{self, encode};
 use crate::ui::components::early_input;
 use crate::ui::components::status::RunBadge;
 use crate::ui::format;
+use treeline_wire::run_compare::COMPARE_RUNS_MAX;
 use treeline_wire::RunSummary;
 
 /// `/`: every run, newest first, by project, narrowed by a filter as you type.
@@ -16,6 +18,33 @@ pub fn RunsPage() -> impl IntoView {
     let projects = Resource::new(|| (), |_| api::projects());
     let filter = RwSignal::new(String::new());
     early_input::keep(r#"section.runs label.filter input"#, filter);
+    // The runs ticked for a comparison, in the link (`pick=`) so a selection survives
+    // a reload and "compare with…" on a run's page can start one.
+    let picked = Memo::new(move |_| {
+        let mut out: Vec<String> = Vec::new();
+        for id in query.read().get_all("pick").unwrap_or_default() {
+            if !id.is_empty() && !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
+    });
+    let navigate = use_navigate();
+    let set_picked = Callback::new(move |ids: Vec<String>| {
+        let mut pairs: Vec<String> = project()
+            .map(|p| format!("project={}", encode(&p)))
+            .into_iter()
+            .collect();
+        pairs.extend(ids.iter().map(|id| format!("pick={}", encode(id))));
+        navigate(
+            &format!("/?{}", pairs.join("&")),
+            NavigateOptions {
+                scroll: false,
+                replace: true,
+                ..Default::default()
+            },
+        );
+    });
 
     view! {
         <section class="page runs">
@@ -68,7 +97,10 @@ pub fn RunsPage() -> impl IntoView {
                                 ", or PUT /api/runs/{run_id}."
                             </p>
                         }.into_any(),
-                        Ok(list) => view! { <RunTable rows=list.runs filter/> }.into_any(),
+                        Ok(list) => view! {
+                            <CompareBar picked set_picked/>
+                            <RunTable rows=list.runs filter picked set_picked/>
+                        }.into_any(),
                     }
                 })}
             </Suspense>
@@ -76,8 +108,44 @@ pub fn RunsPage() -> impl IntoView {
     }
 }
 
+/// How many runs are ticked, and the way to compare them.
 #[component]
-fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
+fn CompareBar(picked: Memo<Vec<String>>, set_picked: Callback<Vec<String>>) -> impl IntoView {
+    let href = move || {
+        let runs: Vec<String> = picked
+            .read()
+            .iter()
+            .map(|id| format!("run={}", encode(id)))
+            .collect();
+        format!("/compare-runs?{}", runs.join("&"))
+    };
+    view! {
+        <div class="compare-bar" role="status">
+            {move || match picked.read().len() {
+                0 => view! { <span class="muted">"Tick runs to compare their metrics and configs."</span> }.into_any(),
+                1 => view! {
+                    <span>"1 run ticked: tick another to compare."</span>
+                    <button type="button" class="link" on:click=move |_| set_picked.run(Vec::new())>"Clear"</button>
+                }.into_any(),
+                n => view! {
+                    <a class="button" href=href>{format!("Compare {n} runs")}</a>
+                    <button type="button" class="link" on:click=move |_| set_picked.run(Vec::new())>"Clear"</button>
+                    {(n >= COMPARE_RUNS_MAX).then(|| view! {
+                        <span class="muted">{format!("(at most {COMPARE_RUNS_MAX})")}</span>
+                    })}
+                }.into_any(),
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn RunTable(
+    rows: Vec<RunSummary>,
+    filter: RwSignal<String>,
+    picked: Memo<Vec<String>>,
+    set_picked: Callback<Vec<String>>,
+) -> impl IntoView {
     let total = rows.len();
     let now = format::now_us();
     // What the filter matches, lower-cased once per run rather than per keystroke.
@@ -100,6 +168,7 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
         <table class="run-table">
             <thead>
                 <tr>
+                    <th><span class="visually-hidden">"Compare"</span></th>
                     <th>"Run"</th><th>"Project"</th><th>"Status"</th><th>"Started"</th>
                     <th>"Duration"</th><th class="num">"Traces"</th>
                     <th class="num" title="Traces whose root failed">"Failed"</th>
@@ -110,6 +179,7 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
             <tbody>
                 <For each=visible key=|r| (r.run_id.clone(), r.updated_us) let:run>
                     <tr>
+                        <td class="pick">{pick_box(&run, picked, set_picked)}</td>
                         <td><a href=format!("/runs/{}", encode(&run.run_id))>{run.name.clone()}</a></td>
                         <td>{run.project.clone()}</td>
                         <td><RunBadge status=run.status/></td>
@@ -123,6 +193,36 @@ fn RunTable(rows: Vec<RunSummary>, filter: RwSignal<String>) -> impl IntoView {
                 </For>
             </tbody>
         </table>
+    }
+}
+
+/// The box that ticks `run` for a comparison (greyed once the most are ticked).
+fn pick_box(
+    run: &RunSummary,
+    picked: Memo<Vec<String>>,
+    set_picked: Callback<Vec<String>>,
+) -> impl IntoView {
+    let id = run.run_id.clone();
+    let ticked = {
+        let id = id.clone();
+        move || picked.read().contains(&id)
+    };
+    let full = {
+        let ticked = ticked.clone();
+        move || !ticked() && picked.read().len() >= COMPARE_RUNS_MAX
+    };
+    let toggle = move |_| {
+        let mut ids = picked.get_untracked();
+        if let Some(at) = ids.iter().position(|p| *p == id) {
+            ids.remove(at);
+        } else if ids.len() < COMPARE_RUNS_MAX {
+            ids.push(id.clone());
+        }
+        set_picked.run(ids);
+    };
+    view! {
+        <input type="checkbox" aria-label=format!("Compare {}", run.name)
+            prop:checked=ticked disabled=full on:change=toggle/>
     }
 }
 
