@@ -246,7 +246,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
     let load_demo = args.demo
         && store
             .reads()
-            .list_runs(None, None, 1, None)
+            .list_runs(crate::store::RunsAsked::newest(None, 1, None))
             .await
             .context("cannot read the database")?
             .runs

@@ -186,6 +186,8 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     const LIKE_ANY_CASE: &'static str;
     /// The larger of two values (SQLite's two-argument MAX).
     const GREATEST: &'static str;
+    /// The smaller of two values: `MIN` on SQLite, `LEAST` on PostgreSQL.
+    const LEAST: &'static str;
     /// Whether a scan over a whole run goes faster cut in two halves read at once:
     /// SQLite reads a query on one core; PostgreSQL's own parallel plans would build
     /// their hash tables once a half.
@@ -269,6 +271,14 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// The JSON array text of `value` (a call that builds JSON, such as
     /// [`Dialect::JSON_ARRAY`]'s) over the rows, in `order`; `[]` for none.
     fn json_array_agg(value: &str, order: &str) -> String;
+    /// The JSON text of the value at `path` (keys, outermost first) in the JSON
+    /// text column `doc`; NULL where there is none.
+    fn push_json_at<'a>(q: &mut Sql<'a, Self>, doc: &str, path: &[String]);
+    /// The number the JSON text `value` holds, as a float; NULL for anything else.
+    fn json_number(value: &str) -> String;
+    /// What the JSON text `value` holds as text to sort by: a string's own text,
+    /// other values' JSON text; NULL for a number, `null` or none.
+    fn json_sort_text(value: &str) -> String;
     /// An aggregate of the floating-point `value`s as text, `,` apart, each written
     /// so that it reads back as the same number.
     fn number_list(value: &str) -> String;
@@ -302,6 +312,7 @@ fn json_path(key: &str) -> String {
 impl Dialect for Sqlite {
     const LIKE_ANY_CASE: &'static str = "LIKE";
     const GREATEST: &'static str = "MAX";
+    const LEAST: &'static str = "MIN";
     const SCAN_IN_HALVES: bool = true;
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
@@ -355,6 +366,30 @@ impl Dialect for Sqlite {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("json_patch({old}, {new})")
+    }
+
+    fn push_json_at<'a>(q: &mut Sql<'a, Self>, doc: &str, path: &[String]) {
+        // Path keys are letters, digits, `_`, `-` and `/` (wire::run_list), so
+        // quoting each needs no escapes.
+        let path: String = path.iter().map(|k| format!(".\"{k}\"")).collect();
+        q.push(format!("({doc} -> "))
+            .bind(format!("${path}"))
+            .push(")");
+    }
+
+    fn json_number(value: &str) -> String {
+        format!(
+            "CASE WHEN json_type({value}) IN ('integer', 'real') \
+             THEN CAST(json_extract({value}, '$') AS REAL) END"
+        )
+    }
+
+    fn json_sort_text(value: &str) -> String {
+        format!(
+            "CASE json_type({value}) WHEN 'text' THEN json_extract({value}, '$') \
+             WHEN 'integer' THEN NULL WHEN 'real' THEN NULL WHEN 'null' THEN NULL \
+             ELSE {value} END"
+        )
     }
 
     fn json_array_agg(value: &str, order: &str) -> String {
@@ -439,6 +474,7 @@ impl Dialect for Sqlite {
 impl Dialect for Postgres {
     const LIKE_ANY_CASE: &'static str = "ILIKE";
     const GREATEST: &'static str = "GREATEST";
+    const LEAST: &'static str = "LEAST";
     const SCAN_IN_HALVES: bool = false;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
@@ -493,6 +529,26 @@ impl Dialect for Postgres {
 
     fn json_merge(old: &str, new: &str) -> String {
         format!("({old}::jsonb || {new}::jsonb)::text")
+    }
+
+    fn push_json_at<'a>(q: &mut Sql<'a, Self>, doc: &str, path: &[String]) {
+        q.push(format!("(({doc})::jsonb #> string_to_array("))
+            .bind(path.join("."))
+            .push(", '.'))::text");
+    }
+
+    fn json_number(value: &str) -> String {
+        format!(
+            "CASE WHEN jsonb_typeof(({value})::jsonb) = 'number' \
+             THEN (({value})::jsonb)::float8 END"
+        )
+    }
+
+    fn json_sort_text(value: &str) -> String {
+        format!(
+            "(CASE jsonb_typeof(({value})::jsonb) WHEN 'string' THEN ({value})::jsonb #>> '{{}}' \
+             WHEN 'number' THEN NULL WHEN 'null' THEN NULL ELSE {value} END) COLLATE \"C\""
+        )
     }
 
     fn json_array_agg(value: &str, order: &str) -> String {

@@ -23,10 +23,12 @@ mod group;
 mod group_lens;
 mod merge;
 mod metric_series;
+mod metric_summaries;
 mod migrations;
 mod postgres;
 mod reader;
 mod rows;
+mod run_list;
 mod run_writes;
 mod search;
 mod sqlite;
@@ -47,6 +49,7 @@ pub use cursor::Cursor;
 pub use metric_series::SeriesWindow;
 pub use postgres::PostgresStore;
 pub use reader::{Reader, Reads, MAX_ANCESTORS};
+pub use run_list::RunsAsked;
 pub use sqlite::SqliteStore;
 
 /// What can go wrong in the store, by who can fix it: the caller (`RunNotFound`,

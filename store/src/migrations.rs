@@ -79,6 +79,11 @@ const SQLITE: Embedded = Embedded(&[
         "trace text values",
         include_str!("../migrations/sqlite/0013_trace_text_values.sql"),
     ),
+    (
+        14,
+        "metric summaries",
+        include_str!("../migrations/sqlite/0014_metric_summaries.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -146,6 +151,11 @@ const POSTGRES: Embedded = Embedded(&[
         13,
         "trace text values",
         include_str!("../migrations/postgres/0013_trace_text_values.sql"),
+    ),
+    (
+        14,
+        "metric summaries",
+        include_str!("../migrations/postgres/0014_metric_summaries.sql"),
     ),
 ]);
 

@@ -21,6 +21,7 @@ use super::cursor::page_cursor;
 use super::dialect::{Dialect, Sql};
 use super::metric_series::SeriesWindow;
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
+use super::run_list::RunsAsked;
 use super::{Cursor, LevelStart, SpanLevel, StoreError, StoreResult, TraceQuery};
 
 /// How deep a deep link's ancestor walk goes before it gives up.
@@ -33,14 +34,10 @@ pub trait Reads: Send + Sync {
     /// Every project with its run and trace counts, most recently updated first.
     async fn list_projects(&self) -> StoreResult<ProjectList>;
     /// Runs (of `project`, or all; whose name or id contains `search`, if given),
-    /// newest start first, paged by `cursor`.
-    async fn list_runs(
-        &self,
-        project: Option<&str>,
-        search: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
-    ) -> StoreResult<RunList>;
+    /// each with the summary columns asked for: newest start first, paged by a
+    /// keyset cursor, or sorted by a column (runs without its value last), paged by
+    /// position. A cursor of the other kind is `BadCursor`.
+    async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList>;
     /// The run with its config and metric keys; `None` when there is no such run.
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
     /// The run's project; `None` when there is no such run.
@@ -405,45 +402,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
         Ok(ProjectList { projects })
     }
 
-    async fn list_runs(
-        &self,
-        project: Option<&str>,
-        search: Option<&str>,
-        limit: usize,
-        cursor: Option<&Cursor>,
-    ) -> StoreResult<RunList> {
-        let mut q = Sql::new(format!(
-            "SELECT {} FROM runs WHERE 1 = 1",
-            rows::RUN_COLUMNS
-        ));
-        if let Some(p) = project {
-            q.push(" AND project = ").bind(p);
-        }
-        if let Some(text) = search {
-            let like = DB::LIKE_ANY_CASE;
-            let pattern = format!("%{}%", rows::escape_like(text));
-            q.push(format!(" AND (name {like} "))
-                .bind(pattern.clone())
-                .push(format!(" ESCAPE '\\' OR run_id {like} "))
-                .bind(pattern)
-                .push(" ESCAPE '\\')");
-        }
-        let order = Keyset {
-            columns: &["start_us", "run_id"],
-            descending: true,
-            tail: false,
-            lead: false,
-        };
-        let (runs, next_cursor) = self
-            .page(q, order, (cursor, limit), rows::run_summary, |r| Cursor {
-                value: r.start_us,
-                a: r.run_id.clone(),
-                b: String::new(),
-                number: None,
-                lead: None,
-            })
-            .await?;
-        Ok(RunList { runs, next_cursor })
+    async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList> {
+        self.read_runs(asked).await
     }
 
     async fn run_project(&self, run_id: &str) -> StoreResult<Option<String>> {

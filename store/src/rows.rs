@@ -266,6 +266,7 @@ pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
         error_trace_count: r.req_int("errored_count")?,
         failed_trace_count: r.req_int("failed_count")?,
         updated_us: r.req_int("updated_us")?,
+        values: Vec::new(),
     })
 }
 

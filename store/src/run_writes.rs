@@ -6,6 +6,7 @@ use sqlx::Pool;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::dialect::{Dialect, Sql};
+use super::metric_summaries;
 use super::rows::DbRow;
 use super::statements;
 use super::{IdempotencyRecord, StoreError, StoreResult};
@@ -184,13 +185,15 @@ pub(super) async fn write_metrics<DB: Dialect>(
     points: &[MetricPoint],
 ) -> StoreResult<()> {
     let mut tx = pool.begin().await?;
-    run_project::<DB>(&mut tx, run_id).await?;
+    // Held to the commit: the run's summaries are read and then written below.
+    select_project::<DB>(&mut tx, run_id, DB::FOR_UPDATE).await?;
     let points = statements::last_per_step(points);
     for chunk in points.chunks(METRIC_CHUNK) {
         let mut q = Sql::<DB>::new("");
         statements::metrics_upsert(&mut q, run_id, chunk);
         DB::execute(&mut tx, q).await?;
     }
+    metric_summaries::keep::<DB>(&mut tx, run_id, &points).await?;
     tx.commit().await?;
     Ok(())
 }

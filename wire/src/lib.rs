@@ -11,6 +11,7 @@ pub mod limits;
 pub mod query;
 pub mod routes;
 pub mod run_compare;
+pub mod run_list;
 pub mod stats;
 
 mod compare;

@@ -124,6 +124,10 @@ pub struct RunSummary {
     #[serde(default)]
     pub failed_trace_count: i64,
     pub updated_us: i64,
+    /// The summary columns asked for, in their order (`null` where a run has no
+    /// such metric or config value); absent when none were asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -138,6 +142,9 @@ pub struct RunDetail {
 pub struct RunList {
     pub runs: Vec<RunSummary>,
     pub next_cursor: Option<String>,
+    /// The summary columns each run's `values` answer, as asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

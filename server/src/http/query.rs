@@ -5,11 +5,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::limits::{
-    MAX_CHILD_NAME_FILTER, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, RUNS_PAGE,
-    RUNS_PAGE_MAX, SPAN_PAGE, SPAN_PAGE_MAX,
+    MAX_CHILD_NAME_FILTER, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, SPAN_PAGE,
+    SPAN_PAGE_MAX,
 };
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes;
+use treeline_wire::run_list::RunListQuery;
 use treeline_wire::{
     check_id, MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
     StepsResponse, TraceList, TraceSummary, TraceWindow,
@@ -20,7 +21,7 @@ use super::error::{ApiError, ApiResult};
 use super::extract::{ListParams, ScopedRunId, SeenRun};
 use super::params::{cursor, find_run, find_trace, params, span_not_found, trace_query};
 use super::{now_us, AppState};
-use crate::store::{LevelStart, SeriesWindow, SpanLevel};
+use crate::store::{Cursor, LevelStart, RunsAsked, SeriesWindow, SpanLevel};
 use treeline_wire::stats::check_steps;
 
 pub fn router() -> Router<AppState> {
@@ -72,17 +73,23 @@ async fn runs(
     who: Principal,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<RunList>> {
-    let p = params(raw);
-    let cursor = cursor(&p)?;
-    let limit = p.limit(RUNS_PAGE, RUNS_PAGE_MAX)?;
-    let Ok(project) = list_project(p.text("project"), &who) else {
+    let asked = RunListQuery::parse(raw.as_deref().unwrap_or(""))?;
+    let cursor = asked.cursor.as_deref().map(Cursor::decode).transpose()?;
+    let Ok(project) = list_project(asked.project.as_deref(), &who) else {
         return Ok(Json(RunList::default()));
     };
     Ok(Json(
         state
             .store
             .reads()
-            .list_runs(project, p.text("q"), limit, cursor.as_ref())
+            .list_runs(RunsAsked {
+                project,
+                search: asked.q.as_deref(),
+                columns: &asked.columns,
+                sort: asked.sort.as_ref().map(|c| (c, asked.ascending)),
+                limit: asked.limit,
+                cursor: cursor.as_ref(),
+            })
             .await?,
     ))
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use treeline_wire::{check_id, check_project, Invalid, RunUpsert};
 
-use crate::store::{Store, StoreError};
+use crate::store::{RunsAsked, Store, StoreError};
 
 pub const RUN_ID_ATTRIBUTE: &str = "treeline.run_id";
 pub const RUN_ID_HEADER: &str = "treeline-run-id";
@@ -119,7 +119,10 @@ pub async fn finish_past_days(store: &dyn Store, now_us: i64) -> Result<usize, S
     loop {
         let page = store
             .reads()
-            .list_runs(None, Some("(OpenTelemetry)"), 500, cursor.as_ref())
+            .list_runs(RunsAsked {
+                search: Some("(OpenTelemetry)"),
+                ..RunsAsked::newest(None, 500, cursor.as_ref())
+            })
             .await?;
         for run in &page.runs {
             let past = treeline_wire::daily_run_date(&run.project, &run.name)

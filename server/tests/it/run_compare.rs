@@ -1,5 +1,6 @@
-//! `GET /api/compare-runs`: several runs' configs and metrics in one answer, on both
-//! databases, with a project key kept to its project.
+//! Comparing runs over HTTP, on both databases, with a project key kept to its
+//! project: `GET /api/compare-runs` (configs and metrics in one answer) and the
+//! runs list's summary columns and sorting.
 
 use crate::common;
 use crate::common::on_both;
@@ -131,6 +132,82 @@ async fn runs_compare_side_by_side_within_the_callers_reach(t: common::TestStore
     assert!(!crossing.body.contains("9.0"), "{}", crossing.body);
 }
 
+async fn the_runs_list_carries_and_sorts_by_the_columns_asked_for(t: common::TestStore) {
+    let app = team(t, &[BOOT]);
+    let rewards = [("low", 0.2, 0.001), ("high", 0.9, 0.01), ("mid", 0.5, 0.1)];
+    for (run, reward, lr) in rewards {
+        let config = json!({"lr": lr, "model": {"layers": 24}});
+        logged(
+            &app,
+            run,
+            "sweep",
+            config,
+            "reward",
+            &[(1, 0.0), (2, reward)],
+        )
+        .await;
+    }
+    logged(
+        &app,
+        "theirs",
+        "beta",
+        json!({"lr": 1}),
+        "reward",
+        &[(1, 5.0)],
+    )
+    .await;
+
+    let url = "/api/runs?project=sweep&column=last:reward&column=config:model.layers\
+               &column=max:reward&sort=last:reward&limit=2";
+    let first = app.get(url, BOOT).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.body);
+    let body = first.json();
+    assert_eq!(
+        body["columns"],
+        json!(["last:reward", "config:model.layers", "max:reward"])
+    );
+    assert_eq!(body["runs"][0]["run_id"], "high");
+    assert_eq!(body["runs"][0]["values"], json!([0.9, 24, 0.9]));
+    assert_eq!(body["runs"][1]["run_id"], "mid");
+    let cursor = body["next_cursor"].as_str().expect("a second page");
+    let rest = app
+        .get(&format!("{url}&cursor={cursor}"), BOOT)
+        .await
+        .json();
+    assert_eq!(rest["runs"][0]["run_id"], "low");
+    assert!(rest["next_cursor"].is_null());
+    let ascending = app
+        .get("/api/runs?project=sweep&sort=config:lr&order=asc", BOOT)
+        .await
+        .json();
+    let ids: Vec<_> = ascending["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["run_id"].clone())
+        .collect();
+    assert_eq!(ids, vec![json!("low"), json!("high"), json!("mid")]);
+    // Without columns, the answer is as it always was.
+    let plain = app.get("/api/runs?project=sweep", BOOT).await.json();
+    assert!(plain.get("columns").is_none() && plain["runs"][0].get("values").is_none());
+
+    // Bad columns are named; a project key sorts its own runs only.
+    for (query, field) in [
+        ("column=mean:reward", "column"),
+        ("sort=config:a..b", "sort"),
+        ("sort=last:reward&order=up", "order"),
+    ] {
+        let bad = app.get(&format!("/api/runs?{query}"), BOOT).await;
+        assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{query}");
+        assert!(bad.body.contains(field), "{query}: {}", bad.body);
+    }
+    let (_, sweep) = app.key("read", Some("sweep")).await;
+    let own = app.get("/api/runs?sort=last:reward", &sweep).await.json();
+    assert_eq!(own["runs"].as_array().map(Vec::len), Some(3));
+    assert!(!own.to_string().contains("theirs"));
+}
+
 on_both!(tokio::test, |t| t;
     runs_compare_side_by_side_within_the_callers_reach,
+    the_runs_list_carries_and_sorts_by_the_columns_asked_for,
 );

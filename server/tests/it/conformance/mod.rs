@@ -13,6 +13,7 @@ mod batches;
 mod ingest_rules;
 mod invariance;
 mod rollouts;
+mod run_columns;
 mod runs;
 mod span_tree;
 mod trace_lists;

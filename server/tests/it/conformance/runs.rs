@@ -3,7 +3,7 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write};
 use serde_json::json;
-use treeline_server::store::{SeriesWindow, StoreError};
+use treeline_server::store::{RunsAsked, SeriesWindow, StoreError};
 use treeline_wire::{MetricPoint, RunUpsert};
 
 use super::S;
@@ -273,7 +273,10 @@ async fn runs_are_found_by_a_piece_of_their_name_or_id(s: S) {
         async move {
             let mut ids: Vec<String> = s
                 .reads()
-                .list_runs(None, Some(q), 50, None)
+                .list_runs(RunsAsked {
+                    search: Some(q),
+                    ..RunsAsked::newest(None, 50, None)
+                })
                 .await
                 .expect("runs")
                 .runs
