@@ -14,6 +14,7 @@ pub mod format;
 mod pages;
 mod routes;
 mod run_compare_url;
+mod runs_url;
 mod url;
 
 #[cfg(feature = "ssr")]

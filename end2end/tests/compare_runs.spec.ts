@@ -130,3 +130,49 @@ test("compare with… on a run's page starts a comparison from that run", async 
   await expect(page).toHaveURL(/run=cmp-seed-1&run=cmp-reward-only/);
   await expect(chart(page, "reward").locator(".chart-surface")).toHaveAttribute("aria-label", /^reward: 2 lines/);
 });
+
+test("the runs list shows and sorts by a metric's last value and a config value, from its link", async ({ page }) => {
+  // Each seeded run's reward at its last step (299), largest first.
+  const last = { "cmp-seed-0": 2.99 + Math.sin(299) * 0.3, "cmp-seed-1": 2.99 + Math.sin(598) * 0.3,
+    "cmp-reward-only": 2.99 + Math.sin(897) * 0.3 };
+  const largestFirst = Object.entries(last).sort((a, b) => b[1] - a[1]).map(([id]) => id);
+  const names = page.locator("table.run-table tbody tr td:nth-child(2)");
+  const head = (name: string) => page.getByRole("columnheader").filter({ has: page.getByRole("button", { name, exact: true }) });
+
+  await page.goto(`/?project=${PROJECT}`);
+  await page.getByText("Add columns").click();
+  await page.getByLabel("Show").selectOption("last");
+  await page.getByRole("combobox", { name: /^Metric/ }).fill("reward");
+  await page.getByRole("button", { name: "Add column" }).click();
+  await page.getByLabel("Show").selectOption("config");
+  // A key the column cannot name is refused with the reason, and nothing is added.
+  await page.getByRole("combobox", { name: /^Config key/ }).fill("model name");
+  await page.getByRole("button", { name: "Add column" }).click();
+  await expect(page.getByRole("alert")).toContainText("config path");
+  await page.getByRole("combobox", { name: /^Config key/ }).fill("lr");
+  await page.getByRole("button", { name: "Add column" }).click();
+  await expect(page.getByRole("columnheader")).toContainText(["Run", "reward (last)", "lr"]);
+
+  await page.getByRole("button", { name: "reward (last)", exact: true }).click();
+  await expect(head("reward (last)")).toHaveAttribute("aria-sort", "descending");
+  await expect(names).toHaveText(largestFirst);
+  const row = page.getByRole("row").filter({ hasText: largestFirst[0] });
+  const shown = Number(await row.locator("td.summary-col").first().innerText());
+  expect(Math.abs(shown - last[largestFirst[0] as keyof typeof last])).toBeLessThan(1e-3);
+  await expect(page.getByRole("row").filter({ hasText: "cmp-reward-only" }).locator("td.summary-col").nth(1)).toHaveText("0.01");
+  await page.getByRole("button", { name: "reward (last)", exact: true }).click();
+  await expect(head("reward (last)")).toHaveAttribute("aria-sort", "ascending");
+  await expect(names).toHaveText([...largestFirst].reverse());
+  await expect(page).toHaveURL(/column=last%3Areward&column=config%3Alr&sort=last%3Areward&order=asc/);
+  await expectNoA11yViolations(page);
+
+  // The link is the view: reloaded, it is sorted the same, rendered by the server.
+  await page.reload();
+  await expect(names).toHaveText([...largestFirst].reverse());
+  await page.getByRole("button", { name: "Remove column lr" }).click();
+  await expect(page.getByRole("columnheader", { name: /lr/ })).toHaveCount(0);
+  await expect(page).not.toHaveURL(/config%3Alr/);
+  // A bad column in a pasted link says what is wrong instead of listing runs.
+  await page.goto(`/?project=${PROJECT}&column=avg:reward`);
+  await expect(page.getByRole("alert")).toContainText('"avg" is not a column kind');
+});

@@ -10,6 +10,7 @@ use treeline_wire::{
 use treeline_wire::annotations::AnnotationList;
 use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::groups::{Groups, GroupsQuery};
+use treeline_wire::run_list::RunFields;
 use treeline_wire::stats::{Stats, StatsQuery};
 
 use treeline_wire::filter::{
@@ -38,6 +39,10 @@ pub trait Reads: Send + Sync {
     /// keyset cursor, or sorted by a column (runs without its value last), paged by
     /// position. A cursor of the other kind is `BadCursor`.
     async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList>;
+    /// The metric keys of the runs (of `project`, or all) and the config paths of
+    /// the newest of them, each in name order and capped: what a runs list can
+    /// show as columns.
+    async fn run_fields(&self, project: Option<&str>) -> StoreResult<RunFields>;
     /// The run with its config and metric keys; `None` when there is no such run.
     async fn get_run(&self, run_id: &str) -> StoreResult<Option<RunDetail>>;
     /// The run's project; `None` when there is no such run.
@@ -404,6 +409,10 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList> {
         self.read_runs(asked).await
+    }
+
+    async fn run_fields(&self, project: Option<&str>) -> StoreResult<RunFields> {
+        self.read_run_fields(project).await
     }
 
     async fn run_project(&self, run_id: &str) -> StoreResult<Option<String>> {

@@ -2,8 +2,12 @@
 //! column and paged by position (a run's last value moves while it trains, so no
 //! keyset of it stays put between pages).
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
-use treeline_wire::run_list::{MetricStat, RunColumn};
+use treeline_wire::run_list::{
+    add_config_paths, MetricStat, RunColumn, RunFields, RUN_FIELDS_CONFIGS, RUN_FIELDS_MAX,
+};
 use treeline_wire::RunList;
 
 use super::cursor::page_cursor;
@@ -123,6 +127,44 @@ impl<DB: Dialect> Reader<DB> {
             runs,
             next_cursor,
             columns,
+        })
+    }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    pub(super) async fn read_run_fields(&self, project: Option<&str>) -> StoreResult<RunFields> {
+        let mut q = Sql::<DB>::new(
+            "SELECT DISTINCT m.key FROM metric_summaries m \
+             JOIN runs r ON r.run_id = m.run_id WHERE 1 = 1",
+        );
+        if let Some(p) = project {
+            q.push(" AND r.project = ").bind(p);
+        }
+        q.push(" ORDER BY m.key LIMIT ")
+            .bind(i64::try_from(RUN_FIELDS_MAX).unwrap_or(i64::MAX));
+        let metric_keys = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| r.req_text("key"))
+            .collect::<StoreResult<_>>()?;
+        let mut q = Sql::<DB>::new("SELECT config FROM runs WHERE 1 = 1");
+        if let Some(p) = project {
+            q.push(" AND project = ").bind(p);
+        }
+        q.push(" ORDER BY start_us DESC, run_id DESC LIMIT ")
+            .bind(i64::try_from(RUN_FIELDS_CONFIGS).unwrap_or(i64::MAX));
+        let mut paths = BTreeSet::new();
+        for row in self.rows(q).await? {
+            if let Some(text) = row.text("config")? {
+                let config: Value =
+                    serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                add_config_paths(&config, &mut paths);
+            }
+        }
+        Ok(RunFields {
+            metric_keys,
+            config_paths: paths.into_iter().take(RUN_FIELDS_MAX).collect(),
         })
     }
 }

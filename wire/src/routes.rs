@@ -41,6 +41,8 @@ pub const RUN_CHANGES: &str = "/runs/{run_id}/changes";
 /// Several runs' configs and metrics side by side (not under `/runs/`, where it
 /// would shadow a run of that id).
 pub const COMPARE_RUNS: &str = "/compare-runs";
+/// The metric keys and config paths a runs list can show as columns.
+pub const RUN_FIELDS: &str = "/run-fields";
 /// The traces of a run that share a trace's rollout id.
 pub const TRACE_ROLLOUTS: &str = "/runs/{run_id}/traces/{trace_id}/rollouts";
 /// A trace's annotations and its spans': listed, created or updated, deleted.
@@ -73,6 +75,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUN_GROUPS),
     ("GET", RUN_CHANGES),
     ("GET", COMPARE_RUNS),
+    ("GET", RUN_FIELDS),
     ("GET", TRACE_ROLLOUTS),
     ("GET", TRACE_ANNOTATIONS),
     ("PUT", TRACE_ANNOTATIONS),

@@ -3,7 +3,11 @@
 //! value) and the column it is sorted by. The dashboard writes it with
 //! [`RunListQuery::to_query`], the server reads it with [`RunListQuery::parse`].
 
+use std::collections::BTreeSet;
 use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::limits::{RUNS_PAGE, RUNS_PAGE_MAX};
 use crate::query::{parse_order, QueryParams};
@@ -13,6 +17,42 @@ use crate::Invalid;
 pub const RUN_COLUMNS_MAX: usize = 8;
 /// The deepest config path a column reads (`a.b.c` is 3).
 pub const CONFIG_PATH_DEPTH: usize = 8;
+/// The most metric keys, and config paths, `GET /api/run-fields` names.
+pub const RUN_FIELDS_MAX: usize = 500;
+/// The newest runs whose configs `GET /api/run-fields` reads for paths.
+pub const RUN_FIELDS_CONFIGS: usize = 200;
+
+/// `GET /api/run-fields`: what a runs list can show as columns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunFields {
+    /// Every metric key the runs logged, in name order.
+    pub metric_keys: Vec<String>,
+    /// The config paths of the newest runs (leaves only), in name order.
+    pub config_paths: Vec<String>,
+}
+
+/// Adds `config`'s leaf paths that a `config:` column can name to `out`.
+pub fn add_config_paths(config: &Value, out: &mut BTreeSet<String>) {
+    fn walk(value: &Value, path: &mut Vec<String>, out: &mut BTreeSet<String>) {
+        match value {
+            Value::Object(map) if path.len() < CONFIG_PATH_DEPTH => {
+                for (k, v) in map {
+                    path.push(k.clone());
+                    walk(v, path, out);
+                    path.pop();
+                }
+            }
+            _ if !path.is_empty() => {
+                let joined = path.join(".");
+                if config_path(&joined).is_ok() {
+                    out.insert(joined);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk(config, &mut Vec::new(), out);
+}
 
 /// Which of a metric's values a column shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -249,6 +289,17 @@ mod tests {
             RunColumn::parse("last:eval:acc", "column").map(|c| c.label()),
             Ok("eval:acc (last)".to_string())
         );
+    }
+
+    #[test]
+    fn config_paths_are_the_leaves_a_column_can_name() {
+        let mut out = BTreeSet::new();
+        let config = serde_json::json!({
+            "lr": 0.1, "model": {"name": "q", "sizes": [1, 2]}, "odd key": 1, "empty": {}
+        });
+        add_config_paths(&config, &mut out);
+        let paths: Vec<&str> = out.iter().map(String::as_str).collect();
+        assert_eq!(paths, ["lr", "model.name", "model.sizes"]);
     }
 
     #[test]

@@ -9,14 +9,14 @@ use treeline_wire::annotations::{Annotation, AnnotationDeleted, AnnotationList};
 use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::filter::AttributeKeys;
 use treeline_wire::groups::{Groups, GroupsQuery};
-use treeline_wire::limits::RUNS_PAGE_MAX;
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes::{
-    path, COMPARE_RUNS, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_GROUPS,
-    RUN_METRICS, RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION, SPAN,
-    SPANS, TRACE, TRACES, TRACE_ANNOTATIONS, TRACE_ROLLOUTS,
+    path, COMPARE_RUNS, PROJECTS, RUN, RUNS, RUN_ALIGN, RUN_CHANGES, RUN_DIFF, RUN_FIELDS,
+    RUN_GROUPS, RUN_METRICS, RUN_STATS, RUN_TRACES, RUN_TRACE_ATTRIBUTES, RUN_TRACE_STEPS, SESSION,
+    SPAN, SPANS, TRACE, TRACES, TRACE_ANNOTATIONS, TRACE_ROLLOUTS,
 };
 use treeline_wire::run_compare::{CompareRunsQuery, RunComparison};
+use treeline_wire::run_list::{RunFields, RunListQuery};
 use treeline_wire::stats::{Stats, StatsQuery};
 use treeline_wire::{
     Alignment, Invalid, MetricSeries, ProjectList, RolloutMatches, RunDetail, RunList, SessionInfo,
@@ -173,10 +173,15 @@ pub async fn projects() -> Result<ProjectList, ApiError> {
     get(path(PROJECTS, &[])).await
 }
 
-pub async fn runs(project: Option<String>) -> Result<RunList, ApiError> {
+pub async fn runs(query: RunListQuery) -> Result<RunList, ApiError> {
+    get(format!("{}?{}", path(RUNS, &[]), query.to_query())).await
+}
+
+/// The metric keys and config paths the runs list can show as columns.
+pub async fn run_fields(project: Option<String>) -> Result<RunFields, ApiError> {
     get(format!(
-        "{}?limit={RUNS_PAGE_MAX}&{}",
-        path(RUNS, &[]),
+        "{}?{}",
+        path(RUN_FIELDS, &[]),
         query_string(&[("project", project)])
     ))
     .await

@@ -10,7 +10,7 @@ use treeline_wire::limits::{
 };
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes;
-use treeline_wire::run_list::RunListQuery;
+use treeline_wire::run_list::{RunFields, RunListQuery};
 use treeline_wire::{
     check_id, MetricSeries, ProjectList, RunDetail, RunList, SessionInfo, SpanDetail, SpanPage,
     StepsResponse, TraceList, TraceSummary, TraceWindow,
@@ -28,6 +28,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(routes::PROJECTS, get(projects))
         .route(routes::RUNS, get(runs))
+        .route(routes::RUN_FIELDS, get(run_fields))
         .route(routes::RUN, get(run))
         .route(routes::RUN_METRICS, get(metrics))
         .route(routes::TRACES, get(traces))
@@ -92,6 +93,19 @@ async fn runs(
             })
             .await?,
     ))
+}
+
+/// What the runs list (of `project`, or all the caller sees) can show as columns.
+async fn run_fields(
+    State(state): State<AppState>,
+    who: Principal,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<RunFields>> {
+    let p = params(raw);
+    let Ok(project) = list_project(p.text("project"), &who) else {
+        return Ok(Json(RunFields::default()));
+    };
+    Ok(Json(state.store.reads().run_fields(project).await?))
 }
 
 async fn run(SeenRun(run): SeenRun) -> Json<RunDetail> {

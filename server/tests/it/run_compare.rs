@@ -205,6 +205,16 @@ async fn the_runs_list_carries_and_sorts_by_the_columns_asked_for(t: common::Tes
     let own = app.get("/api/runs?sort=last:reward", &sweep).await.json();
     assert_eq!(own["runs"].as_array().map(Vec::len), Some(3));
     assert!(!own.to_string().contains("theirs"));
+
+    // What the list can show as columns: the project's metric keys and config paths.
+    let fields = app.get("/api/run-fields?project=sweep", BOOT).await;
+    assert_eq!(fields.status, StatusCode::OK, "{}", fields.body);
+    assert_eq!(
+        fields.json(),
+        json!({"metric_keys": ["reward"], "config_paths": ["lr", "model.layers"]})
+    );
+    let elsewhere = app.get("/api/run-fields?project=beta", &sweep).await.json();
+    assert_eq!(elsewhere, json!({"metric_keys": [], "config_paths": []}));
 }
 
 on_both!(tokio::test, |t| t;

@@ -5,6 +5,8 @@ use crate::ui::components::early_input;
 use crate::ui::components::window_picker::WindowPicker;
 use crate::ui::format;
 use crate::ui::url::WorkspaceUrl;
+use treeline_wire::limits::RUNS_PAGE_MAX;
+use treeline_wire::run_list::RunListQuery;
 use treeline_wire::{SpanKind, SpanStatus, TraceList, TraceWindow};
 
 use treeline_wire::limits::MAX_SEARCH_TERMS as MAX_TERMS;
@@ -82,7 +84,16 @@ pub fn Filters(
 ) -> impl IntoView {
     let project = Memo::new(move |_| url.get().project);
     let projects = Resource::new(|| (), |_| api::projects());
-    let runs = Resource::new(move || project.get(), api::runs);
+    let runs = Resource::new(
+        move || project.get(),
+        |project| {
+            api::runs(RunListQuery {
+                project,
+                limit: RUNS_PAGE_MAX,
+                ..RunListQuery::default()
+            })
+        },
+    );
     // Type-ahead over every run, by a piece of its name or id.
     let find = RwSignal::new(String::new());
     let found = Resource::new(

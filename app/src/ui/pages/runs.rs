@@ -2,42 +2,44 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
+use serde_json::Value;
+
 use crate::ui::api::{self, encode};
+use crate::ui::components::chart::short;
 use crate::ui::components::early_input;
 use crate::ui::components::status::RunBadge;
 use crate::ui::format;
+use crate::ui::runs_url::RunsUrl;
 use treeline_wire::run_compare::COMPARE_RUNS_MAX;
+use treeline_wire::run_list::{MetricStat, RunColumn, RUN_COLUMNS_MAX};
 use treeline_wire::RunSummary;
 
-/// `/`: every run, newest first, by project, narrowed by a filter as you type.
+/// `/`: every run, newest first or by a summary column, by project, narrowed by a
+/// filter as you type.
 #[component]
 pub fn RunsPage() -> impl IntoView {
     let query = use_query_map();
-    let project = move || query.read().get("project");
-    let runs = Resource::new(project, api::runs);
+    // The project, ticks, columns and sort, in the link (`pick=` so a selection
+    // survives a reload and "compare with…" on a run's page can start one).
+    let view_url = Memo::new(move |_| RunsUrl::from_query(&query.read()));
+    let project = move || view_url.read().project.clone();
+    let runs = Resource::new(
+        move || view_url.read().list_query(),
+        |asked| async move {
+            match asked {
+                Ok(q) => api::runs(q).await,
+                Err(e) => Err(api::ApiError::from(e)),
+            }
+        },
+    );
     let projects = Resource::new(|| (), |_| api::projects());
     let filter = RwSignal::new(String::new());
     early_input::keep(r#"section.runs label.filter input"#, filter);
-    // The runs ticked for a comparison, in the link (`pick=`) so a selection survives
-    // a reload and "compare with…" on a run's page can start one.
-    let picked = Memo::new(move |_| {
-        let mut out: Vec<String> = Vec::new();
-        for id in query.read().get_all("pick").unwrap_or_default() {
-            if !id.is_empty() && !out.contains(&id) {
-                out.push(id);
-            }
-        }
-        out
-    });
+    let picked = Memo::new(move |_| view_url.read().picks.clone());
     let navigate = use_navigate();
-    let set_picked = Callback::new(move |ids: Vec<String>| {
-        let mut pairs: Vec<String> = project()
-            .map(|p| format!("project={}", encode(&p)))
-            .into_iter()
-            .collect();
-        pairs.extend(ids.iter().map(|id| format!("pick={}", encode(id))));
+    let go = Callback::new(move |next: RunsUrl| {
         navigate(
-            &format!("/?{}", pairs.join("&")),
+            &next.href(),
             NavigateOptions {
                 scroll: false,
                 replace: true,
@@ -45,6 +47,8 @@ pub fn RunsPage() -> impl IntoView {
             },
         );
     });
+    let set_picked =
+        Callback::new(move |ids: Vec<String>| go.run(view_url.get_untracked().with_picks(ids)));
 
     view! {
         <section class="page runs">
@@ -84,11 +88,15 @@ pub fn RunsPage() -> impl IntoView {
                     />
                 </label>
             </div>
+            <ColumnPicker view_url go/>
             <Suspense fallback=|| view! { <p class="loading">"Loading runs…"</p> }>
                 {move || Suspend::new(async move {
                     match runs.await {
                         Err(e) => view! {
                             <p class="error" role="alert">"Could not load runs: " {e.message}</p>
+                        }.into_any(),
+                        Ok(list) if list.runs.is_empty() && project().is_some() => view! {
+                            <p class="empty">"No runs in this project match."</p>
                         }.into_any(),
                         Ok(list) if list.runs.is_empty() => view! {
                             <p class="empty">
@@ -99,7 +107,7 @@ pub fn RunsPage() -> impl IntoView {
                         }.into_any(),
                         Ok(list) => view! {
                             <CompareBar picked set_picked/>
-                            <RunTable rows=list.runs filter picked set_picked/>
+                            <RunTable rows=list.runs filter picked set_picked view_url go/>
                         }.into_any(),
                     }
                 })}
@@ -145,8 +153,20 @@ fn RunTable(
     filter: RwSignal<String>,
     picked: Memo<Vec<String>>,
     set_picked: Callback<Vec<String>>,
+    view_url: Memo<RunsUrl>,
+    go: Callback<RunsUrl>,
 ) -> impl IntoView {
     let total = rows.len();
+    let columns: Vec<(String, Option<RunColumn>)> = view_url
+        .get_untracked()
+        .columns
+        .into_iter()
+        .map(|c| {
+            let parsed = RunColumn::parse(&c, "column").ok();
+            (c, parsed)
+        })
+        .collect();
+    let columns = StoredValue::new(columns);
     let now = format::now_us();
     // What the filter matches, lower-cased once per run rather than per keystroke.
     let haystacks: Vec<String> = rows
@@ -173,6 +193,9 @@ fn RunTable(
                     <th>"Duration"</th><th class="num">"Traces"</th>
                     <th class="num" title="Traces whose root failed">"Failed"</th>
                     <th class="num" title="Traces whose root did not fail, with a failed span beneath it">"Failed beneath"</th>
+                    {columns.get_value().into_iter().map(|(spec, column)| {
+                        column_head(spec, column, view_url, go)
+                    }).collect_view()}
                     <th><span class="visually-hidden">"Workspace"</span></th>
                 </tr>
             </thead>
@@ -188,6 +211,10 @@ fn RunTable(
                         <td class="num">{run.trace_count}</td>
                         <td class="num" class:bad={run.failed_trace_count > 0}>{run.failed_trace_count}</td>
                         <td class="num" class:warn={beneath(&run) > 0}>{beneath(&run)}</td>
+                        {columns.get_value().into_iter().enumerate().map(|(i, (_, column))| {
+                            let value = run.values.get(i).cloned().unwrap_or(Value::Null);
+                            column_cell(&value, column.as_ref())
+                        }).collect_view()}
                         <td><a class="subtle" href=format!("/traces?run_id={}", encode(&run.run_id))>"traces →"</a></td>
                     </tr>
                 </For>
@@ -238,4 +265,141 @@ fn run_span(run: &RunSummary, now: i64) -> String {
         return format!("last activity {}", format::relative(run.updated_us, now));
     }
     format::duration(run.end_us.unwrap_or(now) - run.start_us)
+}
+
+/// A summary column's head: its name as a button that sorts by it, and a way to
+/// remove it.
+fn column_head(
+    spec: String,
+    column: Option<RunColumn>,
+    view_url: Memo<RunsUrl>,
+    go: Callback<RunsUrl>,
+) -> impl IntoView {
+    let label = column
+        .as_ref()
+        .map_or_else(|| spec.clone(), RunColumn::label);
+    let sorted = {
+        let spec = spec.clone();
+        move || {
+            let url = view_url.read();
+            match (url.sort.as_deref() == Some(spec.as_str()), url.ascending) {
+                (false, _) => "none",
+                (true, false) => "descending",
+                (true, true) => "ascending",
+            }
+        }
+    };
+    let arrow = {
+        let sorted = sorted.clone();
+        move || match sorted() {
+            "descending" => " ↓",
+            "ascending" => " ↑",
+            _ => "",
+        }
+    };
+    let numeric = matches!(column, Some(RunColumn::Metric { .. }));
+    let (sort_spec, drop_spec) = (spec.clone(), spec);
+    view! {
+        <th class="summary-col" class:num=numeric aria-sort=sorted>
+            <button type="button" class="sort" title="Sort by this column"
+                on:click=move |_| go.run(view_url.get_untracked().sorted_by(&sort_spec))>
+                {label.clone()}<span aria-hidden="true">{arrow}</span>
+            </button>
+            <button type="button" class="remove" aria-label=format!("Remove column {label}")
+                on:click=move |_| go.run(view_url.get_untracked().without_column(&drop_spec))>
+                "×"
+            </button>
+        </th>
+    }
+}
+
+/// A run's value of a summary column: a metric's number, a config value as given.
+fn column_cell(value: &Value, column: Option<&RunColumn>) -> impl IntoView {
+    let numeric = matches!(column, Some(RunColumn::Metric { .. }));
+    let text = match value {
+        Value::Null => None,
+        Value::Number(n) if numeric => n.as_f64().map(short),
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    };
+    view! {
+        <td class:num=numeric class="summary-col">
+            {match text {
+                Some(t) => view! { <span>{t}</span> }.into_any(),
+                None => view! { <span class="muted" title="Not logged by this run">"–"</span> }.into_any(),
+            }}
+        </td>
+    }
+}
+
+/// Adds a summary column: a metric's last, smallest or largest value, or a config
+/// value, named from what the project's runs logged.
+#[component]
+fn ColumnPicker(view_url: Memo<RunsUrl>, go: Callback<RunsUrl>) -> impl IntoView {
+    let fields = Resource::new(move || view_url.read().project.clone(), api::run_fields);
+    let kind = RwSignal::new("last".to_string());
+    let name = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let full = move || view_url.read().columns.len() >= RUN_COLUMNS_MAX;
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let spec = format!("{}:{}", kind.get_untracked(), name.get_untracked().trim());
+        match RunColumn::parse(&spec, "column") {
+            Err(e) => error.set(Some(e.message)),
+            Ok(column) => {
+                error.set(None);
+                name.set(String::new());
+                go.run(view_url.get_untracked().with_column(column.to_string()));
+            }
+        }
+    };
+    let metric_kind = move || kind.get() != "config";
+    view! {
+        <details class="column-picker">
+            <summary>
+                {move || match view_url.read().columns.len() {
+                    0 => "Add columns: a metric's value or a config value".to_string(),
+                    n => format!("Columns: {n} added"),
+                }}
+            </summary>
+            <form on:submit=submit>
+                <label>
+                    "Show "
+                    <select prop:value=move || kind.get()
+                        on:change=move |ev| kind.set(event_target_value(&ev))>
+                        <option value=MetricStat::Last.as_str()>"Last value of metric"</option>
+                        <option value=MetricStat::Min.as_str()>"Smallest value of metric"</option>
+                        <option value=MetricStat::Max.as_str()>"Largest value of metric"</option>
+                        <option value="config">"Config value"</option>
+                    </select>
+                </label>
+                <label>
+                    {move || if metric_kind() { "Metric " } else { "Config key " }}
+                    <input type="text" required
+                        placeholder=move || if metric_kind() { "reward/mean" } else { "model.layers" }
+                        list=move || if metric_kind() { "run-metric-keys" } else { "run-config-paths" }
+                        prop:value=move || name.get()
+                        on:input=move |ev| name.set(event_target_value(&ev))/>
+                </label>
+                <button type="submit" disabled=full>"Add column"</button>
+                {move || full().then(|| view! {
+                    <span class="muted">{format!("(at most {RUN_COLUMNS_MAX})")}</span>
+                })}
+                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            </form>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let fields = fields.await.unwrap_or_default();
+                    view! {
+                        <datalist id="run-metric-keys">
+                            {fields.metric_keys.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
+                        </datalist>
+                        <datalist id="run-config-paths">
+                            {fields.config_paths.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
+                        </datalist>
+                    }
+                })}
+            </Suspense>
+        </details>
+    }
 }
