@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The browser half of the million-span benchmark: writes `treeline bench
-# huge-trace`'s trace once into target/bench-huge (reused afterwards), serves it
-# with the release build, and times it in Debian's Chromium (end2end/perf). Run
-# `make build` first.
+# The browser half of two benchmarks, timed in Debian's Chromium (end2end/perf):
+# the million-span trace of `treeline bench huge-trace` (in target/bench-huge) and
+# the 20-run sweep of `treeline bench compare-runs` (in target/bench-sweep), each
+# written once and reused afterwards, each served by the release build. Run `make
+# build` first.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 say() { printf '\033[1m[browser-bench]\033[0m %s\n' "$*"; }
@@ -19,3 +20,12 @@ serve "$PORT" "$DATA"
 cd "$ROOT/end2end"
 say "timing it in ${CHROMIUM:-/usr/bin/chromium}"
 BASE_URL="http://127.0.0.1:$PORT" npx playwright test --config perf.config.ts
+
+SWEEP="$ROOT/target/bench-sweep"
+mkdir -p "$SWEEP"
+say "the sweep of 20 runs x 4 metrics x 100,000 steps in ${SWEEP#"$ROOT"/} (written once, about a minute)"
+"$TREELINE" bench compare-runs --build-only --database-url "sqlite:$SWEEP/treeline.db"
+SWEEP_PORT=$(free_port)
+serve "$SWEEP_PORT" "$SWEEP"
+say "timing the compare-runs page"
+BENCH_SWEEP=1 BASE_URL="http://127.0.0.1:$SWEEP_PORT" npx playwright test --config perf.config.ts compare-runs

@@ -282,6 +282,10 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// An aggregate of the floating-point `value`s as text, `,` apart, each written
     /// so that it reads back as the same number.
     fn number_list(value: &str) -> String;
+    /// Several values of one row as one text, `,` apart: `ints` first, then
+    /// `floats`, each written so that it reads back as the same number. A subquery
+    /// returns one column; this is how it returns several.
+    fn packed(ints: &[&str], floats: &[&str]) -> String;
 
     /// The elements of a bound JSON array of pairs as rows `k`: the text before and
     /// after the parameter, then each row's index (from 0), first and second member;
@@ -402,6 +406,16 @@ impl Dialect for Sqlite {
         format!(
             "group_concat(CASE WHEN {value} IS NOT NULL THEN printf('%!.17g', {value}) END, ',')"
         )
+    }
+
+    fn packed(ints: &[&str], floats: &[&str]) -> String {
+        let pattern: Vec<&str> = ints
+            .iter()
+            .map(|_| "%d")
+            .chain(floats.iter().map(|_| "%!.17g"))
+            .collect();
+        let args: Vec<&str> = ints.iter().chain(floats).copied().collect();
+        format!("printf('{}', {})", pattern.join(","), args.join(", "))
     }
 
     fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
@@ -558,6 +572,16 @@ impl Dialect for Postgres {
     // PostgreSQL writes a double's shortest exact text.
     fn number_list(value: &str) -> String {
         format!("string_agg(CAST({value} AS TEXT), ',')")
+    }
+
+    // A float8's text is its shortest exact form (PostgreSQL 12 and later).
+    fn packed(ints: &[&str], floats: &[&str]) -> String {
+        let args: Vec<String> = ints
+            .iter()
+            .chain(floats)
+            .map(|v| format!("CAST({v} AS TEXT)"))
+            .collect();
+        format!("concat_ws(',', {})", args.join(", "))
     }
 
     // CASE, not AND: PostgreSQL may evaluate AND's sides in either order, and the

@@ -7,7 +7,7 @@ use treeline_wire::MetricSeries;
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
-use super::StoreResult;
+use super::{StoreError, StoreResult};
 
 /// Which part of a series to read, and how many points may come back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +30,7 @@ impl SeriesWindow {
 
 /// A bucket's reduction: its first and last step, its extremes and their times.
 struct Bucket {
+    count: i64,
     first: i64,
     last: i64,
     low: f64,
@@ -49,12 +50,16 @@ impl<DB: Dialect> Reader<DB> {
             window.min_step.unwrap_or(0),
             window.max_step.unwrap_or(i64::MAX),
         );
-        let mut q = Sql::new("SELECT COUNT(*) AS n, MIN(step) AS lo, MAX(step) AS hi");
+        // The window's first and last step, by two index seeks.
+        let mut q = Sql::new("SELECT (SELECT step");
         in_window(&mut q, run_id, key, from, to);
+        q.push(" ORDER BY step LIMIT 1) AS lo, (SELECT step");
+        in_window(&mut q, run_id, key, from, to);
+        q.push(" ORDER BY step DESC LIMIT 1) AS hi");
         let row = self.rows(q).await?.into_iter().next();
-        let (stored, lo, hi) = match row {
-            Some(r) => (r.int("n")?.unwrap_or(0), r.int("lo")?, r.int("hi")?),
-            None => (0, None, None),
+        let (lo, hi) = match row {
+            Some(r) => (r.int("lo")?, r.int("hi")?),
+            None => (None, None),
         };
         let max_points = window.max_points.max(2);
         let mut series = MetricSeries {
@@ -62,12 +67,20 @@ impl<DB: Dialect> Reader<DB> {
             points: Vec::new(),
             ts: Vec::new(),
             downsampled: false,
-            stored: u64::try_from(stored).unwrap_or(0),
+            stored: 0,
         };
         let (Some(lo), Some(hi)) = (lo, hi) else {
             return Ok(series);
         };
-        if series.stored <= max_points as u64 {
+        // Steps are unique, so a window of few steps holds few points.
+        let fits = hi.saturating_sub(lo) < max_points as i64;
+        let rows = if fits {
+            Vec::new()
+        } else {
+            self.buckets(run_id, key, (lo, hi), max_points).await?
+        };
+        let stored: i64 = rows.iter().map(|b| b.count).sum();
+        if fits || stored <= max_points as i64 {
             let mut q = Sql::new("SELECT step, value, ts");
             in_window(&mut q, run_id, key, from, to);
             q.push(" ORDER BY step");
@@ -77,36 +90,104 @@ impl<DB: Dialect> Reader<DB> {
                     .push((r.req_int("step")?, r.req_float("value")?));
                 series.ts.push(r.int("ts")?);
             }
+            series.stored = series.points.len() as u64;
             return Ok(series);
         }
-        // Buckets of equal step width, so the x-axis keeps its scale.
-        let buckets = (max_points / 2) as i64;
-        let width = (hi.saturating_sub(lo) / buckets).saturating_add(1);
-        let mut q = Sql::new(
-            "SELECT MIN(step) AS s0, MAX(step) AS s1, MIN(value) AS v0, MAX(value) AS v1, \
-             MIN(ts) AS t0, MAX(ts) AS t1",
-        );
-        in_window(&mut q, run_id, key, from, to);
-        q.push(" GROUP BY (step - ")
-            .bind(lo)
-            .push(") / ")
-            .bind(width)
-            .push(" ORDER BY s0");
-        let mut rows = Vec::new();
-        for r in self.rows(q).await? {
-            rows.push(Bucket {
-                first: r.req_int("s0")?,
-                last: r.req_int("s1")?,
-                low: r.req_float("v0")?,
-                high: r.req_float("v1")?,
-                first_ts: r.int("t0")?,
-                last_ts: r.int("t1")?,
-            });
-        }
+        series.stored = u64::try_from(stored).unwrap_or(0);
         series.downsampled = true;
         extremes(&rows, &mut series);
         Ok(series)
     }
+}
+
+impl<DB: Dialect> Reader<DB> {
+    /// The steps `lo..=hi` in buckets of equal width (so the x-axis keeps its scale),
+    /// `max_points / 2` of them, each reduced to its count, first and last step,
+    /// extremes and times; empty buckets left out. Each bucket is read by index
+    /// range: grouping the whole window by an expression made the database sort it.
+    async fn buckets(
+        &self,
+        run_id: &str,
+        key: &str,
+        (lo, hi): (i64, i64),
+        max_points: usize,
+    ) -> StoreResult<Vec<Bucket>> {
+        let buckets = (max_points / 2).max(1) as i64;
+        let width = (hi.saturating_sub(lo) / buckets).saturating_add(1);
+        // The buckets the steps reach; the last ends at `hi`, so no bound overflows.
+        let used = hi.saturating_sub(lo) / width + 1;
+        // Our own numbers, not a caller's text: written into the statement as they are.
+        let mut q = Sql::<DB>::new(format!(
+            "WITH RECURSIVE b(i) AS (SELECT CAST(0 AS BIGINT) UNION ALL \
+             SELECT i + 1 FROM b WHERE i + 1 < {used}), \
+             r(lo, hi) AS (SELECT {lo} + i * {width}, \
+             CASE WHEN i = {last} THEN {hi} ELSE {lo} + i * {width} + {width} - 1 END FROM b) \
+             SELECT ",
+            last = used - 1,
+        ));
+        // One pass over each bucket for its count, steps and extremes; its times by
+        // two seeks.
+        let parts = [
+            DB::packed(
+                &["COUNT(*)", "MIN(step)", "MAX(step)"],
+                &["MIN(value)", "MAX(value)"],
+            ),
+            "ts".to_string(),
+            "ts".to_string(),
+        ];
+        let order = ["", " ORDER BY step LIMIT 1", " ORDER BY step DESC LIMIT 1"];
+        let names = ["agg", "t0", "t1"];
+        for i in 0..3 {
+            if i > 0 {
+                q.push(", ");
+            }
+            q.push(format!(
+                "(SELECT {} FROM metric_points WHERE run_id = ",
+                parts[i]
+            ))
+            .bind(run_id)
+            .push(" AND key = ")
+            .bind(key)
+            .push(format!(
+                " AND step BETWEEN r.lo AND r.hi{}) AS {}",
+                order[i], names[i]
+            ));
+        }
+        q.push(" FROM r ORDER BY r.lo");
+        let mut rows = Vec::new();
+        for r in self.rows(q).await? {
+            let agg = r.text("agg")?.unwrap_or_default();
+            let Some(bucket) = unpack(&agg, r.int("t0")?, r.int("t1")?)? else {
+                continue;
+            };
+            rows.push(bucket);
+        }
+        Ok(rows)
+    }
+}
+
+/// A bucket from its packed count, steps and extremes; `None` when it is empty.
+fn unpack(agg: &str, first_ts: Option<i64>, last_ts: Option<i64>) -> StoreResult<Option<Bucket>> {
+    let bad = || StoreError::Corrupt(format!("a metric bucket read as {agg:?}"));
+    let mut parts = agg.split(',');
+    let mut next = || parts.next().ok_or_else(bad);
+    let count: i64 = next()?.parse().map_err(|_| bad())?;
+    if count == 0 {
+        return Ok(None);
+    }
+    let first = next()?.parse().map_err(|_| bad())?;
+    let last = next()?.parse().map_err(|_| bad())?;
+    let low = next()?.parse().map_err(|_| bad())?;
+    let high = next()?.parse().map_err(|_| bad())?;
+    Ok(Some(Bucket {
+        count,
+        first,
+        last,
+        low,
+        high,
+        first_ts,
+        last_ts,
+    }))
 }
 
 /// `FROM metric_points WHERE` the run's key, steps `from..=to`.
@@ -157,6 +238,7 @@ mod tests {
 
     fn bucket(first: i64, last: i64, low: f64, high: f64) -> Bucket {
         Bucket {
+            count: 2,
             first,
             last,
             low,

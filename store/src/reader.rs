@@ -450,7 +450,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let Some(row) = self.row(q).await? else {
             return Ok(None);
         };
-        let mut q = Sql::new("SELECT DISTINCT key FROM metric_points WHERE run_id = ");
+        // One row per key: a DISTINCT over the points read every point of the run.
+        let mut q = Sql::new("SELECT key FROM metric_summaries WHERE run_id = ");
         q.bind(run_id).push(" ORDER BY key");
         let metric_keys = self
             .rows(q)

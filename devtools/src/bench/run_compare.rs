@@ -2,8 +2,9 @@
 //! runs, each with 4 metrics of 100,000 steps (8 million points). Timed through the
 //! whole app in-process: the comparison of all 20 (the worst case: every line read
 //! in full and reduced to 400 points), the same zoomed to a fifth of the steps, two
-//! runs, one run's single series as Run Detail reads it, and the server-rendered
-//! page of all 20.
+//! runs, one run's single series as Run Detail reads it, the server-rendered
+//! page of all 20, and the runs list with summary columns, sorted by a metric and
+//! by a config value.
 
 use treeline_wire::run_compare::RunComparison;
 use treeline_wire::{MetricPoint, RunUpsert};
@@ -183,6 +184,17 @@ pub async fn run_compare(host: &dyn Host, args: RunCompareArgs) -> Outcome {
         (
             format!("the page of {} runs, server-rendered", args.runs),
             format!("/compare-runs?{}", runs(args.runs)),
+        ),
+        (
+            format!("runs list of {}, 3 columns, by last reward", args.runs),
+            format!(
+                "/api/runs?project={PROJECT}&column=last:reward&column=max:kl\
+                 &column=config:lr&sort=last:reward"
+            ),
+        ),
+        (
+            format!("runs list of {}, sorted by config lr", args.runs),
+            format!("/api/runs?project={PROJECT}&column=config:lr&sort=config:lr&order=asc"),
         ),
     ];
     println!("{:<48} {:>9} {:>9}", "request", "p50 ms", "p95 ms");

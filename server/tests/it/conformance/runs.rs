@@ -186,8 +186,10 @@ async fn a_long_series_is_read_as_each_buckets_extremes(s: S) {
     assert!(values.contains(&-100.0) && values.contains(&100.0));
     assert_eq!(read.points.first(), Some(&(0, 0.0)));
     assert_eq!(read.points.last().map(|p| p.0), Some(9_999));
-    // A bucket's first time is its earliest logged one.
+    // A bucket's times are those logged at its first and last step (even steps
+    // have one; the first bucket ends on an odd step).
     assert_eq!(read.ts[0], Some(1_000_000));
+    assert_eq!(read.ts[1], None);
 
     let window = SeriesWindow {
         max_points: 200,
@@ -200,6 +202,38 @@ async fn a_long_series_is_read_as_each_buckets_extremes(s: S) {
     assert_eq!(zoomed.points.len(), 21);
     assert_eq!(zoomed.points[10], (5_000, -100.0));
     assert_eq!((zoomed.ts[10], zoomed.ts[11]), (Some(1_005_000), None));
+
+    // Few points far apart come back whole, and steps at the ends of the integers
+    // bucket without overflowing.
+    let sparse: Vec<MetricPoint> = [0, 1_000_000, i64::MAX / 2, i64::MAX - 1, i64::MAX]
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| MetricPoint {
+            key: "sparse".into(),
+            step,
+            value: i as f64,
+            ts: None,
+        })
+        .collect();
+    s.write_metrics("r1", &sparse).await.unwrap();
+    let whole = s
+        .reads()
+        .metric_series("r1", "sparse", SeriesWindow::points(4))
+        .await
+        .unwrap();
+    assert_eq!((whole.downsampled, whole.stored), (true, 5));
+    assert_eq!(whole.points.first(), Some(&(0, 0.0)));
+    assert_eq!(whole.points.last().map(|p| p.0), Some(i64::MAX));
+    let fits = s
+        .reads()
+        .metric_series("r1", "sparse", SeriesWindow::points(200))
+        .await
+        .unwrap();
+    assert_eq!((fits.downsampled, fits.stored), (false, 5));
+    assert_eq!(
+        fits.points,
+        sparse.iter().map(|p| (p.step, p.value)).collect::<Vec<_>>()
+    );
 
     let none = s
         .reads()
