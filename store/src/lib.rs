@@ -22,6 +22,7 @@ mod filter_terms;
 mod group;
 mod group_lens;
 mod merge;
+mod metric_blocks;
 mod metric_series;
 mod metric_summaries;
 mod migrations;

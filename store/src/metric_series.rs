@@ -5,6 +5,7 @@
 use treeline_wire::MetricSeries;
 
 use super::dialect::{Dialect, Sql};
+use super::metric_blocks::{self, Block, BLOCK};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::{StoreError, StoreResult};
@@ -74,8 +75,12 @@ impl<DB: Dialect> Reader<DB> {
         };
         // Steps are unique, so a window of few steps holds few points.
         let fits = hi.saturating_sub(lo) < max_points as i64;
+        let width = (hi.saturating_sub(lo) / (max_points / 2).max(1) as i64).saturating_add(1);
         let rows = if fits {
             Vec::new()
+        } else if width >= BLOCK {
+            self.block_buckets(run_id, key, (from, to), (lo, hi), max_points)
+                .await?
         } else {
             self.buckets(run_id, key, (lo, hi), max_points).await?
         };
@@ -101,6 +106,93 @@ impl<DB: Dialect> Reader<DB> {
 }
 
 impl<DB: Dialect> Reader<DB> {
+    /// As [`Self::buckets`], from the stored blocks (each bucket one or more of
+    /// them, a block counted in the bucket of its first step), with the window's
+    /// ragged ends read as points.
+    async fn block_buckets(
+        &self,
+        run_id: &str,
+        key: &str,
+        (from, to): (i64, i64),
+        (lo, hi): (i64, i64),
+        max_points: usize,
+    ) -> StoreResult<Vec<Bucket>> {
+        let first_full = from.div_euclid(BLOCK) + i64::from(from.rem_euclid(BLOCK) != 0);
+        let last_full = to.div_euclid(BLOCK) - i64::from(to.rem_euclid(BLOCK) != BLOCK - 1);
+        if first_full > last_full {
+            return self.buckets(run_id, key, (lo, hi), max_points).await;
+        }
+        let mut parts: Vec<Block> = Vec::new();
+        let first_start = first_full.saturating_mul(BLOCK);
+        if first_start > lo {
+            parts.extend(
+                self.points_as_blocks(run_id, key, lo, first_start - 1)
+                    .await?,
+            );
+        }
+        let q = metric_blocks::select::<DB>(run_id, key, (first_full, last_full));
+        for r in self.rows(q).await? {
+            parts.push(metric_blocks::block_row(&r)?);
+        }
+        // None: the last whole block ends at the largest step there is.
+        if let Some(after) = last_full.checked_add(1).and_then(|b| b.checked_mul(BLOCK)) {
+            if after <= hi {
+                parts.extend(self.points_as_blocks(run_id, key, after, hi).await?);
+            }
+        }
+        let width = (hi.saturating_sub(lo) / (max_points / 2).max(1) as i64).saturating_add(1);
+        let mut out: Vec<(i64, Block)> = Vec::new();
+        for part in parts {
+            let at = (part.first_step - lo) / width;
+            match out.last_mut() {
+                Some((i, b)) if *i == at => b.absorb(&part),
+                _ => out.push((at, part)),
+            }
+        }
+        Ok(out
+            .into_iter()
+            .map(|(_, b)| Bucket {
+                count: b.points,
+                first: b.first_step,
+                last: b.last_step,
+                low: b.min_value,
+                high: b.max_value,
+                first_ts: b.first_ts,
+                last_ts: b.last_ts,
+            })
+            .collect())
+    }
+
+    /// The points of steps `from..=to`, each as a block of one.
+    async fn points_as_blocks(
+        &self,
+        run_id: &str,
+        key: &str,
+        from: i64,
+        to: i64,
+    ) -> StoreResult<Vec<Block>> {
+        let mut q = Sql::new("SELECT step, value, ts");
+        in_window(&mut q, run_id, key, from, to);
+        q.push(" ORDER BY step");
+        self.rows(q)
+            .await?
+            .iter()
+            .map(|r| {
+                let (step, value) = (r.req_int("step")?, r.req_float("value")?);
+                let ts = r.int("ts")?;
+                Ok(Block {
+                    points: 1,
+                    first_step: step,
+                    last_step: step,
+                    min_value: value,
+                    max_value: value,
+                    first_ts: ts,
+                    last_ts: ts,
+                })
+            })
+            .collect()
+    }
+
     /// The steps `lo..=hi` in buckets of equal width (so the x-axis keeps its scale),
     /// `max_points / 2` of them, each reduced to its count, first and last step,
     /// extremes and times; empty buckets left out. Each bucket is read by index

@@ -54,13 +54,15 @@ fn summarise<'a>(points: &[&'a MetricPoint]) -> Vec<BatchSummary<'a>> {
 
 /// Brings the run's summaries up to date with `points`, which the caller has just
 /// stored in `conn`'s transaction (holding the run's row, so no other metric write
-/// of the run runs between the read and the write here).
+/// of the run runs between the read and the write here). Returns the keys the batch
+/// reached back into (a step at or before their stored last one).
 pub(super) async fn keep<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     points: &[&MetricPoint],
-) -> StoreResult<()> {
+) -> StoreResult<Vec<String>> {
     let batch = summarise(points);
+    let mut reached = Vec::new();
     for chunk in batch.chunks(KEY_CHUNK) {
         let reach_back = stored_last_steps::<DB>(conn, run_id, chunk)
             .await?
@@ -98,8 +100,9 @@ pub(super) async fn keep<DB: Dialect>(
         for key in &reach_back {
             recount::<DB>(conn, run_id, key).await?;
         }
+        reached.extend(reach_back);
     }
-    Ok(())
+    Ok(reached)
 }
 
 /// The stored last step of each of `batch`'s keys that has a summary.

@@ -84,6 +84,11 @@ const SQLITE: Embedded = Embedded(&[
         "metric summaries",
         include_str!("../migrations/sqlite/0014_metric_summaries.sql"),
     ),
+    (
+        15,
+        "metric blocks",
+        include_str!("../migrations/sqlite/0015_metric_blocks.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -156,6 +161,11 @@ const POSTGRES: Embedded = Embedded(&[
         14,
         "metric summaries",
         include_str!("../migrations/postgres/0014_metric_summaries.sql"),
+    ),
+    (
+        15,
+        "metric blocks",
+        include_str!("../migrations/postgres/0015_metric_blocks.sql"),
     ),
 ]);
 

@@ -6,9 +6,9 @@ use sqlx::Pool;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::dialect::{Dialect, Sql};
-use super::metric_summaries;
 use super::rows::DbRow;
 use super::statements;
+use super::{metric_blocks, metric_summaries};
 use super::{IdempotencyRecord, StoreError, StoreResult};
 
 /// Points per metrics statement, under both databases' bound-parameter limits.
@@ -193,7 +193,8 @@ pub(super) async fn write_metrics<DB: Dialect>(
         statements::metrics_upsert(&mut q, run_id, chunk);
         DB::execute(&mut tx, q).await?;
     }
-    metric_summaries::keep::<DB>(&mut tx, run_id, &points).await?;
+    let reached = metric_summaries::keep::<DB>(&mut tx, run_id, &points).await?;
+    metric_blocks::keep::<DB>(&mut tx, run_id, &points, &reached).await?;
     tx.commit().await?;
     Ok(())
 }

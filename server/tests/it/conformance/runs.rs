@@ -246,6 +246,78 @@ async fn a_long_series_is_read_as_each_buckets_extremes(s: S) {
     );
 }
 
+/// A series long enough to be read from its stored blocks: spikes, points replaced
+/// later, and a zoomed window whose ends cut blocks in two.
+async fn a_long_series_reads_from_its_blocks_as_from_its_points(s: S) {
+    run(&s, "r1").await;
+    let point = |step: i64, value: f64| MetricPoint {
+        key: "reward".into(),
+        step,
+        value,
+        ts: Some(1_000 + step),
+    };
+    let points: Vec<MetricPoint> = (0..60_000)
+        .map(|step| {
+            point(
+                step,
+                if step == 12_345 {
+                    500.0
+                } else {
+                    (step % 11) as f64
+                },
+            )
+        })
+        .collect();
+    for chunk in points.chunks(7_000) {
+        s.write_metrics("r1", chunk).await.unwrap();
+    }
+    // Later writes reach back: a spike added up, one down, and the old one gone.
+    s.write_metrics("r1", &[point(30_000, 1_000.0), point(45_000, -1_000.0)])
+        .await
+        .unwrap();
+    s.write_metrics("r1", &[point(12_345, 3.0)]).await.unwrap();
+    let read = s
+        .reads()
+        .metric_series("r1", "reward", SeriesWindow::points(200))
+        .await
+        .unwrap();
+    assert!(read.downsampled);
+    assert_eq!(read.stored, 60_000);
+    assert!(
+        read.points.len() <= 200 && read.points.len() >= 150,
+        "{}",
+        read.points.len()
+    );
+    assert!(read.points.windows(2).all(|w| w[0].0 < w[1].0));
+    let values: Vec<f64> = read.points.iter().map(|p| p.1).collect();
+    assert!(values.contains(&1_000.0) && values.contains(&-1_000.0));
+    assert!(!values.contains(&500.0), "a replaced spike is gone");
+    assert_eq!(read.points.first(), Some(&(0, 0.0)));
+    assert_eq!(read.points.last().map(|p| p.0), Some(59_999));
+    assert_eq!(
+        (read.ts[0], read.ts.last()),
+        (Some(1_000), Some(&Some(60_999)))
+    );
+
+    let window = SeriesWindow {
+        max_points: 100,
+        min_step: Some(10_100),
+        max_step: Some(50_100),
+    };
+    let zoomed = s
+        .reads()
+        .metric_series("r1", "reward", window)
+        .await
+        .unwrap();
+    assert!(zoomed.downsampled);
+    assert_eq!(zoomed.stored, 40_001);
+    assert!(zoomed.points.len() <= 100, "{}", zoomed.points.len());
+    assert_eq!(zoomed.points.first().map(|p| p.0), Some(10_100));
+    assert_eq!(zoomed.points.last().map(|p| p.0), Some(50_100));
+    let values: Vec<f64> = zoomed.points.iter().map(|p| p.1).collect();
+    assert!(values.contains(&1_000.0) && values.contains(&-1_000.0));
+}
+
 async fn racing_creations_of_one_run_create_it_once(s: S) {
     let up = |project: &str| RunUpsert {
         project: project.into(),
@@ -339,6 +411,7 @@ on_both!(tokio::test, |t| t.store.clone();
     metrics_are_kept_by_step_and_read_in_order,
     a_batch_repeating_a_key_and_step_keeps_the_last_value,
     a_long_series_is_read_as_each_buckets_extremes,
+    a_long_series_reads_from_its_blocks_as_from_its_points,
     racing_creations_of_one_run_create_it_once,
     runs_are_found_by_a_piece_of_their_name_or_id,
 );
