@@ -190,9 +190,11 @@ pub(crate) fn serve(data_dir: &std::path::Path, addr: &str) -> ServerProcess {
     ServerProcess(process::spawn_serve(exe, addr, storage, &log).expect("treeline serve starts"))
 }
 
-/// Waits until the server at `base` answers its health check.
+/// Waits until the server at `base` answers its health check. 30 s: `make test`
+/// builds the browser bundle beside these tests, and a debug server once took over
+/// 10 s to start on the 2-core machine then.
 pub(crate) async fn wait_ready(base: &str) {
-    let ready = process::wait_healthy(base, std::time::Duration::from_secs(10)).await;
+    let ready = process::wait_healthy(base, std::time::Duration::from_secs(30)).await;
     assert!(ready, "treeline serve did not answer /healthz at {base}");
 }
 
