@@ -1,3 +1,4 @@
+import type { Locator, Page } from "@playwright/test";
 import { test, expect, createRun, sendEvents, holdBundle } from "./fixtures";
 import { expectNoA11yViolations } from "./a11y";
 
@@ -34,11 +35,19 @@ test("the runs page renders on the server and hydrates", async ({ page }) => {
   await expectNoA11yViolations(page);
 });
 
+/** `row`'s cell under the column headed `title`, found by its head. */
+async function cellUnder(page: Page, row: Locator, title: string): Promise<Locator> {
+  const heads = (await page.getByRole("table").getByRole("columnheader").allTextContents()).map((h) => h.trim());
+  const index = heads.indexOf(title);
+  expect(index, `column ${title} in ${heads}`).toBeGreaterThanOrEqual(0);
+  return row.getByRole("cell").nth(index);
+}
+
 test("a run shows its trace and failed-trace counts", async ({ page }) => {
   await page.goto("/");
   const row = page.getByRole("row", { name: /ppo-seed-1/ });
-  await expect(row.getByRole("cell").nth(5)).toHaveText("1");
-  await expect(row.getByRole("cell").nth(6)).toHaveText("1");
+  await expect(await cellUnder(page, row, "Traces")).toHaveText("1");
+  await expect(await cellUnder(page, row, "Failed")).toHaveText("1");
 });
 
 // A run whose rollouts failed, apart from one whose flaky tool failed beneath roots
@@ -59,9 +68,9 @@ test("the runs list tells failed roots from failures beneath", async ({ page, re
   await expect(table.getByRole("columnheader", { name: "Failed", exact: true })).toBeVisible();
   await expect(table.getByRole("columnheader", { name: "Failed beneath" })).toBeVisible();
   const row = table.getByRole("row", { name: /flaky-tool-run/ });
-  await expect(row.getByRole("cell").nth(5)).toHaveText("4");
-  await expect(row.getByRole("cell").nth(6)).toHaveText("1");
-  await expect(row.getByRole("cell").nth(7)).toHaveText("3");
+  await expect(await cellUnder(page, row, "Traces")).toHaveText("4");
+  await expect(await cellUnder(page, row, "Failed")).toHaveText("1");
+  await expect(await cellUnder(page, row, "Failed beneath")).toHaveText("3");
   // Run Detail says the same.
   await page.goto("/runs/e2e-beneath-runs");
   await expect(page.locator(".facts")).toContainText("4 (1 failed, 3 with failures beneath)");

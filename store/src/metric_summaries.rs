@@ -4,7 +4,8 @@
 //!
 //! A batch whose steps all come after the stored last step only adds points, so its
 //! own extremes merge into the row. A batch that reaches back to a stored step may
-//! have replaced an extreme; those keys are summed up again from their points.
+//! have replaced an extreme; those keys are summed up again, from their blocks
+//! (`metric_blocks`, a 256th of the points) once those are up to date.
 
 use std::collections::BTreeMap;
 
@@ -52,11 +53,12 @@ fn summarise<'a>(points: &[&'a MetricPoint]) -> Vec<BatchSummary<'a>> {
     by_key.into_values().collect()
 }
 
-/// Brings the run's summaries up to date with `points`, which the caller has just
-/// stored in `conn`'s transaction (holding the run's row, so no other metric write
-/// of the run runs between the read and the write here). Returns the keys the batch
-/// reached back into (a step at or before their stored last one).
-pub(super) async fn keep<DB: Dialect>(
+/// Merges `points`, which the caller has just stored in `conn`'s transaction
+/// (holding the run's row, so no other metric write of the run runs between the
+/// read and the write here), into the run's summaries. Returns the keys the batch
+/// reached back into (a step at or before their stored last one): the caller sums
+/// those up again with [`recount`] once their blocks are up to date.
+pub(super) async fn merge<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     points: &[&MetricPoint],
@@ -97,9 +99,6 @@ pub(super) async fn keep<DB: Dialect>(
              max_value = {greatest}(metric_summaries.max_value, excluded.max_value)"
         ));
         DB::execute(&mut *conn, q).await?;
-        for key in &reach_back {
-            recount::<DB>(conn, run_id, key).await?;
-        }
         reached.extend(reach_back);
     }
     Ok(reached)
@@ -127,19 +126,20 @@ async fn stored_last_steps<DB: Dialect>(
         .collect()
 }
 
-/// Sums `key` up again from all of its stored points.
-async fn recount<DB: Dialect>(
+/// Sums `key` up again from its blocks, and its last value from its last point.
+pub(super) async fn recount<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     key: &str,
 ) -> StoreResult<()> {
-    const POINTS: &str = "FROM metric_points p WHERE p.run_id = s.run_id AND p.key = s.key";
+    const BLOCKS: &str = "FROM metric_blocks b WHERE b.run_id = s.run_id AND b.key = s.key";
     let mut q = Sql::<DB>::new(format!(
         "UPDATE metric_summaries AS s SET \
-         last_step = (SELECT MAX(p.step) {POINTS}), \
-         last_value = (SELECT p.value {POINTS} ORDER BY p.step DESC LIMIT 1), \
-         min_value = (SELECT MIN(p.value) {POINTS}), \
-         max_value = (SELECT MAX(p.value) {POINTS}) \
+         last_step = (SELECT MAX(b.last_step) {BLOCKS}), \
+         last_value = (SELECT p.value FROM metric_points p \
+             WHERE p.run_id = s.run_id AND p.key = s.key ORDER BY p.step DESC LIMIT 1), \
+         min_value = (SELECT MIN(b.min_value) {BLOCKS}), \
+         max_value = (SELECT MAX(b.max_value) {BLOCKS}) \
          WHERE s.run_id = "
     ));
     q.bind(run_id).push(" AND s.key = ").bind(key);

@@ -193,8 +193,11 @@ pub(super) async fn write_metrics<DB: Dialect>(
         statements::metrics_upsert(&mut q, run_id, chunk);
         DB::execute(&mut tx, q).await?;
     }
-    let reached = metric_summaries::keep::<DB>(&mut tx, run_id, &points).await?;
+    let reached = metric_summaries::merge::<DB>(&mut tx, run_id, &points).await?;
     metric_blocks::keep::<DB>(&mut tx, run_id, &points, &reached).await?;
+    for key in &reached {
+        metric_summaries::recount::<DB>(&mut tx, run_id, key).await?;
+    }
     tx.commit().await?;
     Ok(())
 }
