@@ -168,6 +168,25 @@ impl QueryParams {
         }
     }
 
+    /// `max_points` of a metric read, from 2 to 100,000; `default` when absent.
+    pub fn max_points(&self, default: usize) -> Result<usize, Invalid> {
+        use crate::limits::{METRIC_POINTS_MAX, METRIC_POINTS_MIN};
+        match self.int("max_points")? {
+            None => Ok(default),
+            Some(n) => usize::try_from(n)
+                .ok()
+                .filter(|n| (METRIC_POINTS_MIN..=METRIC_POINTS_MAX).contains(n))
+                .ok_or_else(|| {
+                    Invalid::new(
+                        "invalid_parameter",
+                        format!(
+                            "max_points must be between {METRIC_POINTS_MIN} and {METRIC_POINTS_MAX}"
+                        ),
+                    )
+                }),
+        }
+    }
+
     /// The comma list `name`, each item parsed (an absent one is empty).
     fn list<T>(
         &self,

@@ -5,7 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::{METRIC_POINTS_MAX, METRIC_POINTS_MIN};
 use crate::query::QueryParams;
 use crate::stats::check_steps;
 use crate::{check_id, Invalid, MetricSeries, RunDetail};
@@ -88,20 +87,7 @@ impl CompareRunsQuery {
                 ),
             ));
         }
-        let max_points = match p.int("max_points")? {
-            None => COMPARE_POINTS,
-            Some(n) => usize::try_from(n)
-                .ok()
-                .filter(|n| (METRIC_POINTS_MIN..=METRIC_POINTS_MAX).contains(n))
-                .ok_or_else(|| {
-                    Invalid::new(
-                        "invalid_parameter",
-                        format!(
-                            "max_points must be between {METRIC_POINTS_MIN} and {METRIC_POINTS_MAX}"
-                        ),
-                    )
-                })?,
-        };
+        let max_points = p.max_points(COMPARE_POINTS)?;
         let (min_step, max_step) = (p.non_negative("min_step")?, p.non_negative("max_step")?);
         check_steps(min_step, max_step, ("min_step", "max_step"))?;
         Ok(CompareRunsQuery {

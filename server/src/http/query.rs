@@ -4,10 +4,7 @@ use axum::extract::{Extension, Path, RawQuery, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use treeline_wire::filter::AttributeKeys;
-use treeline_wire::limits::{
-    MAX_CHILD_NAME_FILTER, METRIC_POINTS, METRIC_POINTS_MAX, METRIC_POINTS_MIN, SPAN_PAGE,
-    SPAN_PAGE_MAX,
-};
+use treeline_wire::limits::{MAX_CHILD_NAME_FILTER, METRIC_POINTS, SPAN_PAGE, SPAN_PAGE_MAX};
 use treeline_wire::query::ListQuery;
 use treeline_wire::routes;
 use treeline_wire::run_list::{RunFields, RunListQuery};
@@ -124,20 +121,7 @@ async fn metrics(
         .text("key")
         .ok_or_else(|| ApiError::bad("missing_parameter", "key is required"))?
         .to_string();
-    let max_points = match p.int("max_points")? {
-        None => METRIC_POINTS,
-        Some(n) => usize::try_from(n)
-            .ok()
-            .filter(|n| (METRIC_POINTS_MIN..=METRIC_POINTS_MAX).contains(n))
-            .ok_or_else(|| {
-                ApiError::bad(
-                    "invalid_parameter",
-                    format!(
-                        "max_points must be between {METRIC_POINTS_MIN} and {METRIC_POINTS_MAX}"
-                    ),
-                )
-            })?,
-    };
+    let max_points = p.max_points(METRIC_POINTS)?;
     let (min_step, max_step) = (p.non_negative("min_step")?, p.non_negative("max_step")?);
     check_steps(min_step, max_step, ("min_step", "max_step"))?;
     find_run(&state, &who, &run_id).await?;

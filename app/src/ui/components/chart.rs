@@ -2,7 +2,6 @@
 //! and in the browser, with a hover readout of the nearest point.
 
 use leptos::prelude::*;
-use plotters::prelude::*;
 
 /// The drawing's size in SVG units; CSS scales it to the container's width.
 pub const WIDTH: u32 = 640;
@@ -88,34 +87,25 @@ fn range_caption(points: &[(i64, f64)]) -> String {
 /// The SVG of `points` over the steps `x0..=x1`, with a grid line at each value of
 /// `axis` (from [`value_axis`]).
 pub fn line_svg(points: &[(i64, f64)], axis: &[f64], x0: i64, x1: i64) -> String {
-    let mut svg = String::new();
-    let (lo, hi) = axis_range(axis);
-    let x1 = if x1 <= x0 { x0 + 1 } else { x1 };
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        let area = root.margin(PAD_Y, PAD_Y, PAD_LEFT, PAD_RIGHT);
-        let drawn = ChartBuilder::on(&area)
-            .build_cartesian_2d(x0 as f64..x1 as f64, lo..hi)
-            .and_then(|mut chart| {
-                let grid = RGBColor(226, 230, 236);
-                for &y in axis {
-                    chart.draw_series(std::iter::once(PathElement::new(
-                        vec![(x0 as f64, y), (x1 as f64, y)],
-                        grid.stroke_width(1),
-                    )))?;
-                }
-                chart.draw_series(LineSeries::new(
-                    points.iter().map(|&(s, v)| (s as f64, v)),
-                    RGBColor(37, 99, 235).stroke_width(2),
-                ))?;
-                Ok(())
-            });
-        if drawn.is_err() {
-            return String::new();
-        }
-        let _ = root.present();
+    // One line in the first colour of the compare charts' palette, drawn by them.
+    let line = super::run_chart::ChartLine {
+        name: String::new(),
+        colour: 0,
+        points: points.iter().map(|&(s, v)| (s as f64, v)).collect(),
+    };
+    super::run_chart::lines_svg(&[line], axis, x0 as f64, x1 as f64, 0.0)
+}
+
+/// The value axis's labels, laid over a chart at their grid lines.
+#[component]
+pub fn ValueTicks(ticks: Vec<(f64, f64)>) -> impl IntoView {
+    view! {
+        <div class="chart-ticks" aria-hidden="true">
+            {ticks.into_iter().map(|(v, top)| view! {
+                <span style=format!("top: {top:.2}%")>{short(v)}</span>
+            }).collect_view()}
+        </div>
     }
-    svg
 }
 
 /// Each value of the axis (bottom first) with how far down the drawing its grid
@@ -228,11 +218,7 @@ pub fn LineChart(
                     on:mouseleave=move |_| hover.set(None)
                     inner_html=svg
                 ></div>
-                <div class="chart-ticks" aria-hidden="true">
-                    {ticks.into_iter().map(|(v, top)| view! {
-                        <span style=format!("top: {top:.2}%")>{short(v)}</span>
-                    }).collect_view()}
-                </div>
+                <ValueTicks ticks/>
             </div>
             // Always present (hidden when idle) so hydration sees the same nodes.
             <div

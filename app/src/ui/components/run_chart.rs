@@ -6,7 +6,8 @@ use leptos::prelude::*;
 use plotters::prelude::*;
 
 use super::chart::{
-    axis_range, short, step_ticks, value_axis_over, value_ticks, HEIGHT, PAD_LEFT, PAD_RIGHT, WIDTH,
+    axis_range, short, step_ticks, value_axis_over, value_ticks, ValueTicks, HEIGHT, PAD_LEFT,
+    PAD_RIGHT, WIDTH,
 };
 use crate::ui::format;
 use crate::ui::run_compare_url::XAxis;
@@ -164,7 +165,13 @@ fn x_label(axis: XAxis, x: f64) -> String {
 
 /// The SVG of `lines` over `x0..=x1` with a grid line at each value of `axis`;
 /// with smoothing, each raw line faint under its average.
-fn lines_svg(lines: &[ChartLine], axis: &[f64], x0: f64, x1: f64, smooth: f64) -> String {
+pub(crate) fn lines_svg(
+    lines: &[ChartLine],
+    axis: &[f64],
+    x0: f64,
+    x1: f64,
+    smooth: f64,
+) -> String {
     let mut svg = String::new();
     let (lo, hi) = axis_range(axis);
     let x1 = if x1 <= x0 { x0 + 1.0 } else { x1 };
@@ -337,11 +344,7 @@ pub(crate) fn RunChart(
                     on:dblclick=move |_| on_reset.run(())
                     inner_html=svg
                 ></div>
-                <div class="chart-ticks" aria-hidden="true">
-                    {ticks.into_iter().map(|(v, top)| view! {
-                        <span style=format!("top: {top:.2}%")>{short(v)}</span>
-                    }).collect_view()}
-                </div>
+                <ValueTicks ticks/>
                 <div
                     class="zoom-band"
                     aria-hidden="true"
