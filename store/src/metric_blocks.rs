@@ -1,7 +1,8 @@
-//! Each metric's points in blocks of [`BLOCK`] steps, each reduced to its count,
-//! first and last step (with their times) and extremes (`metric_blocks`), kept in
-//! the transaction that writes the points. A chart of 100,000 points then reads
-//! about 400 blocks instead of every point.
+//! Each metric's points in blocks of 32 and of 256 steps ([`WIDTHS`]), each reduced
+//! to its count, first and last step (with their times) and extremes
+//! (`metric_blocks`), kept in the transaction that writes the points. A chart of
+//! 100,000 points then reads about 400 blocks instead of every point, and one zoomed
+//! to 20,000 steps about 600.
 //!
 //! As with the summaries, a batch that only adds later steps merges into its
 //! blocks; one that reaches back to a stored step has each block it touched summed
@@ -16,10 +17,13 @@ use super::rows::DbRow;
 use super::statements::push_values;
 use super::StoreResult;
 
-/// Steps per block.
-pub(super) const BLOCK: i64 = 256;
-/// Blocks per statement, under both databases' bound-parameter limits (10 each).
-const BLOCK_CHUNK: usize = 3_000;
+/// Steps per block, narrowest first: each series is kept at both widths.
+pub(super) const WIDTHS: [i64; 2] = [32, 256];
+/// The width the summaries are summed up from when a batch reaches back.
+pub(super) const WIDEST: i64 = WIDTHS[WIDTHS.len() - 1];
+/// Blocks per statement, under both databases' bound-parameter limits (11 each;
+/// SQLite's is 32,766).
+const BLOCK_CHUNK: usize = 2_000;
 
 /// A block's points, reduced.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,12 +66,13 @@ impl Block {
     }
 }
 
-/// The batch's blocks by key and block number. `points` repeat no (key, step).
-fn blocks_of<'a>(points: &[&'a MetricPoint]) -> BTreeMap<(&'a str, i64), Block> {
+/// The batch's blocks of `width` steps by key and block number. `points` repeat no
+/// (key, step).
+fn blocks_of<'a>(points: &[&'a MetricPoint], width: i64) -> BTreeMap<(&'a str, i64), Block> {
     let mut out: BTreeMap<(&str, i64), Block> = BTreeMap::new();
     for p in points {
         let one = Block::of(p);
-        out.entry((&p.key, p.step / BLOCK))
+        out.entry((&p.key, p.step / width))
             .and_modify(|b| b.absorb(&one))
             .or_insert(one);
     }
@@ -82,19 +87,33 @@ pub(super) async fn keep<DB: Dialect>(
     points: &[&MetricPoint],
     reached: &[String],
 ) -> StoreResult<()> {
-    let blocks = blocks_of(points);
+    for width in WIDTHS {
+        keep_width::<DB>(conn, run_id, points, reached, width).await?;
+    }
+    Ok(())
+}
+
+async fn keep_width<DB: Dialect>(
+    conn: &mut DB::Connection,
+    run_id: &str,
+    points: &[&MetricPoint],
+    reached: &[String],
+    width: i64,
+) -> StoreResult<()> {
+    let blocks = blocks_of(points, width);
     let (merged, recounted): (Vec<_>, Vec<_>) = blocks
         .iter()
         .partition(|((key, _), _)| !reached.iter().any(|r| r == key));
     for chunk in merged.chunks(BLOCK_CHUNK) {
         let mut q = Sql::<DB>::new(
-            "INSERT INTO metric_blocks (run_id, key, block, points, first_step, last_step, \
-             min_value, max_value, first_ts, last_ts) ",
+            "INSERT INTO metric_blocks (run_id, key, width, block, points, first_step, \
+             last_step, min_value, max_value, first_ts, last_ts) ",
         );
         push_values(&mut q, chunk, |((key, block), b)| {
             [
                 run_id.into(),
                 (*key).into(),
+                width.into(),
                 (*block).into(),
                 b.points.into(),
                 b.first_step.into(),
@@ -107,7 +126,7 @@ pub(super) async fn keep<DB: Dialect>(
         });
         let (least, greatest) = (DB::LEAST, DB::GREATEST);
         q.push(format!(
-            " ON CONFLICT (run_id, key, block) DO UPDATE SET \
+            " ON CONFLICT (run_id, key, width, block) DO UPDATE SET \
              points = metric_blocks.points + excluded.points, \
              first_ts = CASE WHEN excluded.first_step < metric_blocks.first_step \
                  THEN excluded.first_ts ELSE metric_blocks.first_ts END, \
@@ -121,24 +140,30 @@ pub(super) async fn keep<DB: Dialect>(
         DB::execute(&mut *conn, q).await?;
     }
     for ((key, block), _) in recounted {
-        recount::<DB>(conn, run_id, key, *block).await?;
+        recount::<DB>(conn, run_id, key, (width, *block)).await?;
     }
     Ok(())
 }
 
-/// Sums block `block` of `key` up again from its stored points.
+/// Sums block `block` of `width` steps of `key` up again from its stored points.
 async fn recount<DB: Dialect>(
     conn: &mut DB::Connection,
     run_id: &str,
     key: &str,
-    block: i64,
+    (width, block): (i64, i64),
 ) -> StoreResult<()> {
-    let (from, to) = (block * BLOCK, block * BLOCK + (BLOCK - 1));
+    let (from, to) = (block * width, block * width + (width - 1));
     let mut q = Sql::<DB>::new(
-        "INSERT INTO metric_blocks (run_id, key, block, points, first_step, last_step, \
-         min_value, max_value) SELECT ",
+        "INSERT INTO metric_blocks (run_id, key, width, block, points, first_step, \
+         last_step, min_value, max_value) SELECT ",
     );
-    q.bind(run_id).push(", ").bind(key).push(", ").bind(block);
+    q.bind(run_id)
+        .push(", ")
+        .bind(key)
+        .push(", ")
+        .bind(width)
+        .push(", ")
+        .bind(block);
     q.push(
         ", COUNT(*), MIN(step), MAX(step), MIN(value), MAX(value) \
          FROM metric_points WHERE run_id = ",
@@ -151,7 +176,7 @@ async fn recount<DB: Dialect>(
     .push(" AND ")
     .bind(to)
     .push(
-        " ON CONFLICT (run_id, key, block) DO UPDATE SET points = excluded.points, \
+        " ON CONFLICT (run_id, key, width, block) DO UPDATE SET points = excluded.points, \
          first_step = excluded.first_step, last_step = excluded.last_step, \
          min_value = excluded.min_value, max_value = excluded.max_value",
     );
@@ -166,6 +191,8 @@ async fn recount<DB: Dialect>(
     q.bind(run_id)
         .push(" AND b.key = ")
         .bind(key)
+        .push(" AND b.width = ")
+        .bind(width)
         .push(" AND b.block = ")
         .bind(block);
     DB::execute(conn, q).await?;
@@ -185,10 +212,11 @@ pub(super) fn block_row(r: &impl DbRow) -> StoreResult<Block> {
     })
 }
 
-/// `key`'s blocks numbered `first..=last`, in order.
+/// `key`'s blocks of `width` steps numbered `first..=last`, in order.
 pub(super) fn select<'a, DB: Dialect>(
     run_id: &'a str,
     key: &'a str,
+    width: i64,
     (first, last): (i64, i64),
 ) -> Sql<'a, DB> {
     let mut q = Sql::new(
@@ -198,6 +226,8 @@ pub(super) fn select<'a, DB: Dialect>(
     q.bind(run_id)
         .push(" AND key = ")
         .bind(key)
+        .push(" AND width = ")
+        .bind(width)
         .push(" AND block >= ")
         .bind(first)
         .push(" AND block <= ")
@@ -225,7 +255,7 @@ mod tests {
             point(0, 2.0, Some(0)),
         ];
         let refs: Vec<&MetricPoint> = points.iter().collect();
-        let blocks = blocks_of(&refs);
+        let blocks = blocks_of(&refs, 256);
         assert_eq!(blocks.len(), 2);
         let first = &blocks[&("loss", 0)];
         assert_eq!(

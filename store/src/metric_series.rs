@@ -5,7 +5,7 @@
 use treeline_wire::MetricSeries;
 
 use super::dialect::{Dialect, Sql};
-use super::metric_blocks::{self, Block, BLOCK};
+use super::metric_blocks::{self, Block, WIDTHS};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::{StoreError, StoreResult};
@@ -78,8 +78,8 @@ impl<DB: Dialect> Reader<DB> {
         let width = (hi.saturating_sub(lo) / (max_points / 2).max(1) as i64).saturating_add(1);
         let rows = if fits {
             Vec::new()
-        } else if width >= BLOCK {
-            self.block_buckets(run_id, key, (from, to), (lo, hi), max_points)
+        } else if let Some(block) = WIDTHS.iter().rev().copied().find(|&w| width >= w) {
+            self.block_buckets(run_id, key, block, (from, to), (lo, hi), max_points)
                 .await?
         } else {
             self.buckets(run_id, key, (lo, hi), max_points).await?
@@ -106,36 +106,37 @@ impl<DB: Dialect> Reader<DB> {
 }
 
 impl<DB: Dialect> Reader<DB> {
-    /// As [`Self::buckets`], from the stored blocks (each bucket one or more of
-    /// them, a block counted in the bucket of its first step), with the window's
-    /// ragged ends read as points.
+    /// As [`Self::buckets`], from the stored blocks of `block` steps (each bucket one
+    /// or more of them, a block counted in the bucket of its first step), with the
+    /// window's ragged ends read as points.
     async fn block_buckets(
         &self,
         run_id: &str,
         key: &str,
+        block: i64,
         (from, to): (i64, i64),
         (lo, hi): (i64, i64),
         max_points: usize,
     ) -> StoreResult<Vec<Bucket>> {
-        let first_full = from.div_euclid(BLOCK) + i64::from(from.rem_euclid(BLOCK) != 0);
-        let last_full = to.div_euclid(BLOCK) - i64::from(to.rem_euclid(BLOCK) != BLOCK - 1);
+        let first_full = from.div_euclid(block) + i64::from(from.rem_euclid(block) != 0);
+        let last_full = to.div_euclid(block) - i64::from(to.rem_euclid(block) != block - 1);
         if first_full > last_full {
             return self.buckets(run_id, key, (lo, hi), max_points).await;
         }
         let mut parts: Vec<Block> = Vec::new();
-        let first_start = first_full.saturating_mul(BLOCK);
+        let first_start = first_full.saturating_mul(block);
         if first_start > lo {
             parts.extend(
                 self.points_as_blocks(run_id, key, lo, first_start - 1)
                     .await?,
             );
         }
-        let q = metric_blocks::select::<DB>(run_id, key, (first_full, last_full));
+        let q = metric_blocks::select::<DB>(run_id, key, block, (first_full, last_full));
         for r in self.rows(q).await? {
             parts.push(metric_blocks::block_row(&r)?);
         }
         // None: the last whole block ends at the largest step there is.
-        if let Some(after) = last_full.checked_add(1).and_then(|b| b.checked_mul(BLOCK)) {
+        if let Some(after) = last_full.checked_add(1).and_then(|b| b.checked_mul(block)) {
             if after <= hi {
                 parts.extend(self.points_as_blocks(run_id, key, after, hi).await?);
             }

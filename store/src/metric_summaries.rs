@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use treeline_wire::MetricPoint;
 
 use super::dialect::{Dialect, Sql};
+use super::metric_blocks;
 use super::rows::DbRow;
 use super::statements::push_values;
 use super::StoreResult;
@@ -132,14 +133,17 @@ pub(super) async fn recount<DB: Dialect>(
     run_id: &str,
     key: &str,
 ) -> StoreResult<()> {
-    const BLOCKS: &str = "FROM metric_blocks b WHERE b.run_id = s.run_id AND b.key = s.key";
+    let blocks = format!(
+        "FROM metric_blocks b WHERE b.run_id = s.run_id AND b.key = s.key AND b.width = {}",
+        metric_blocks::WIDEST
+    );
     let mut q = Sql::<DB>::new(format!(
         "UPDATE metric_summaries AS s SET \
-         last_step = (SELECT MAX(b.last_step) {BLOCKS}), \
+         last_step = (SELECT MAX(b.last_step) {blocks}), \
          last_value = (SELECT p.value FROM metric_points p \
              WHERE p.run_id = s.run_id AND p.key = s.key ORDER BY p.step DESC LIMIT 1), \
-         min_value = (SELECT MIN(b.min_value) {BLOCKS}), \
-         max_value = (SELECT MAX(b.max_value) {BLOCKS}) \
+         min_value = (SELECT MIN(b.min_value) {blocks}), \
+         max_value = (SELECT MAX(b.max_value) {blocks}) \
          WHERE s.run_id = "
     ));
     q.bind(run_id).push(" AND s.key = ").bind(key);

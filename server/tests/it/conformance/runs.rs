@@ -316,6 +316,25 @@ async fn a_long_series_reads_from_its_blocks_as_from_its_points(s: S) {
     assert_eq!(zoomed.points.last().map(|p| p.0), Some(50_100));
     let values: Vec<f64> = zoomed.points.iter().map(|p| p.1).collect();
     assert!(values.contains(&1_000.0) && values.contains(&-1_000.0));
+
+    // Zoomed closer: buckets of about 100 steps, read from the 32-step blocks.
+    let window = SeriesWindow {
+        max_points: 200,
+        min_step: Some(20_005),
+        max_step: Some(30_000),
+    };
+    let closer = s
+        .reads()
+        .metric_series("r1", "reward", window)
+        .await
+        .unwrap();
+    assert!(closer.downsampled);
+    assert_eq!(closer.stored, 9_996);
+    assert!(closer.points.len() <= 200, "{}", closer.points.len());
+    assert_eq!(closer.points.first().map(|p| p.0), Some(20_005));
+    assert_eq!(closer.points.last().map(|p| p.0), Some(30_000));
+    assert!(closer.points.iter().any(|p| p.1 == 1_000.0));
+    assert!(closer.points.windows(2).all(|w| w[0].0 < w[1].0));
 }
 
 async fn racing_creations_of_one_run_create_it_once(s: S) {
