@@ -333,9 +333,31 @@ fn column_cell(value: &Value, column: Option<&RunColumn>) -> impl IntoView {
 }
 
 /// Adds a summary column: a metric's last, smallest or largest value, or a config
-/// value, named from what the project's runs logged.
+/// value, named from what the project's runs logged. The form is drawn once the
+/// picker is first opened, from a chunk of its own: the runs list is the front page,
+/// and its first load need not carry it.
 #[component]
 fn ColumnPicker(view_url: Memo<RunsUrl>, go: Callback<RunsUrl>) -> impl IntoView {
+    let opened = RwSignal::new(false);
+    view! {
+        <details class="column-picker">
+            <summary on:click=move |_| opened.set(true)>
+                {move || match view_url.read().columns.len() {
+                    0 => "Add columns: a metric's value or a config value".to_string(),
+                    n => format!("Columns: {n} added"),
+                }}
+            </summary>
+            {move || opened.get().then(|| view! {
+                <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                    {move || Suspend::new(async move { column_form(view_url, go).await })}
+                </Suspense>
+            })}
+        </details>
+    }
+}
+
+#[lazy]
+fn column_form(view_url: Memo<RunsUrl>, go: Callback<RunsUrl>) -> AnyView {
     let fields = Resource::new(move || view_url.read().project.clone(), api::run_fields);
     let kind = RwSignal::new("last".to_string());
     let name = RwSignal::new(String::new());
@@ -355,51 +377,44 @@ fn ColumnPicker(view_url: Memo<RunsUrl>, go: Callback<RunsUrl>) -> impl IntoView
     };
     let metric_kind = move || kind.get() != "config";
     view! {
-        <details class="column-picker">
-            <summary>
-                {move || match view_url.read().columns.len() {
-                    0 => "Add columns: a metric's value or a config value".to_string(),
-                    n => format!("Columns: {n} added"),
-                }}
-            </summary>
-            <form on:submit=submit>
-                <label>
-                    "Show "
-                    <select prop:value=move || kind.get()
-                        on:change=move |ev| kind.set(event_target_value(&ev))>
-                        <option value=MetricStat::Last.as_str()>"Last value of metric"</option>
-                        <option value=MetricStat::Min.as_str()>"Smallest value of metric"</option>
-                        <option value=MetricStat::Max.as_str()>"Largest value of metric"</option>
-                        <option value="config">"Config value"</option>
-                    </select>
-                </label>
-                <label>
-                    {move || if metric_kind() { "Metric " } else { "Config key " }}
-                    <input type="text" required
-                        placeholder=move || if metric_kind() { "reward/mean" } else { "model.layers" }
-                        list=move || if metric_kind() { "run-metric-keys" } else { "run-config-paths" }
-                        prop:value=move || name.get()
-                        on:input=move |ev| name.set(event_target_value(&ev))/>
-                </label>
-                <button type="submit" disabled=full>"Add column"</button>
-                {move || full().then(|| view! {
-                    <span class="muted">{format!("(at most {RUN_COLUMNS_MAX})")}</span>
-                })}
-                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-            </form>
-            <Suspense fallback=|| ()>
-                {move || Suspend::new(async move {
-                    let fields = fields.await.unwrap_or_default();
-                    view! {
-                        <datalist id="run-metric-keys">
-                            {fields.metric_keys.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
-                        </datalist>
-                        <datalist id="run-config-paths">
-                            {fields.config_paths.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
-                        </datalist>
-                    }
-                })}
-            </Suspense>
-        </details>
+        <form on:submit=submit>
+            <label>
+                "Show "
+                <select prop:value=move || kind.get()
+                    on:change=move |ev| kind.set(event_target_value(&ev))>
+                    <option value=MetricStat::Last.as_str()>"Last value of metric"</option>
+                    <option value=MetricStat::Min.as_str()>"Smallest value of metric"</option>
+                    <option value=MetricStat::Max.as_str()>"Largest value of metric"</option>
+                    <option value="config">"Config value"</option>
+                </select>
+            </label>
+            <label>
+                {move || if metric_kind() { "Metric " } else { "Config key " }}
+                <input type="text" required
+                    placeholder=move || if metric_kind() { "reward/mean" } else { "model.layers" }
+                    list=move || if metric_kind() { "run-metric-keys" } else { "run-config-paths" }
+                    prop:value=move || name.get()
+                    on:input=move |ev| name.set(event_target_value(&ev))/>
+            </label>
+            <button type="submit" disabled=full>"Add column"</button>
+            {move || full().then(|| view! {
+                <span class="muted">{format!("(at most {RUN_COLUMNS_MAX})")}</span>
+            })}
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </form>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                let fields = fields.await.unwrap_or_default();
+                view! {
+                    <datalist id="run-metric-keys">
+                        {fields.metric_keys.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
+                    </datalist>
+                    <datalist id="run-config-paths">
+                        {fields.config_paths.into_iter().map(|k| view! { <option value=k/> }).collect_view()}
+                    </datalist>
+                }
+            })}
+        </Suspense>
     }
+    .into_any()
 }
