@@ -107,7 +107,7 @@ pub fn RunsPage() -> impl IntoView {
                         }.into_any(),
                         Ok(list) => view! {
                             <CompareBar picked set_picked/>
-                            <RunTable rows=list.runs filter picked set_picked view_url go/>
+                            <RunTable rows=list.runs columns=list.columns filter picked set_picked view_url go/>
                         }.into_any(),
                     }
                 })}
@@ -150,6 +150,7 @@ fn CompareBar(picked: Memo<Vec<String>>, set_picked: Callback<Vec<String>>) -> i
 #[component]
 fn RunTable(
     rows: Vec<RunSummary>,
+    columns: Vec<String>,
     filter: RwSignal<String>,
     picked: Memo<Vec<String>>,
     set_picked: Callback<Vec<String>>,
@@ -157,9 +158,8 @@ fn RunTable(
     go: Callback<RunsUrl>,
 ) -> impl IntoView {
     let total = rows.len();
-    let columns: Vec<(String, Option<RunColumn>)> = view_url
-        .get_untracked()
-        .columns
+    // The columns as the server answered them, so each run's values line up.
+    let columns: Vec<(String, Option<RunColumn>)> = columns
         .into_iter()
         .map(|c| {
             let parsed = RunColumn::parse(&c, "column").ok();
