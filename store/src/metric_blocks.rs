@@ -25,7 +25,7 @@ pub(super) const WIDEST: i64 = WIDTHS[WIDTHS.len() - 1];
 /// SQLite's is 32,766).
 const BLOCK_CHUNK: usize = 2_000;
 
-/// A block's points, reduced.
+/// A block's points, reduced (also a chart's bucket: one or more blocks, or points).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Block {
     pub points: i64,
@@ -38,15 +38,16 @@ pub(super) struct Block {
 }
 
 impl Block {
-    fn of(p: &MetricPoint) -> Self {
+    /// One point as a block of its own.
+    pub(super) fn point(step: i64, value: f64, ts: Option<i64>) -> Self {
         Block {
             points: 1,
-            first_step: p.step,
-            last_step: p.step,
-            min_value: p.value,
-            max_value: p.value,
-            first_ts: p.ts,
-            last_ts: p.ts,
+            first_step: step,
+            last_step: step,
+            min_value: value,
+            max_value: value,
+            first_ts: ts,
+            last_ts: ts,
         }
     }
 
@@ -71,7 +72,7 @@ impl Block {
 fn blocks_of<'a>(points: &[&'a MetricPoint], width: i64) -> BTreeMap<(&'a str, i64), Block> {
     let mut out: BTreeMap<(&str, i64), Block> = BTreeMap::new();
     for p in points {
-        let one = Block::of(p);
+        let one = Block::point(p.step, p.value, p.ts);
         out.entry((&p.key, p.step / width))
             .and_modify(|b| b.absorb(&one))
             .or_insert(one);

@@ -29,17 +29,6 @@ impl SeriesWindow {
     }
 }
 
-/// A bucket's reduction: its first and last step, its extremes and their times.
-struct Bucket {
-    count: i64,
-    first: i64,
-    last: i64,
-    low: f64,
-    high: f64,
-    first_ts: Option<i64>,
-    last_ts: Option<i64>,
-}
-
 impl<DB: Dialect> Reader<DB> {
     pub(super) async fn read_metric_series(
         &self,
@@ -75,32 +64,29 @@ impl<DB: Dialect> Reader<DB> {
         };
         // Steps are unique, so a window of few steps holds few points.
         let fits = hi.saturating_sub(lo) < max_points as i64;
+        // Buckets of equal step width, `max_points / 2` of them, so the x-axis keeps
+        // its scale.
         let width = (hi.saturating_sub(lo) / (max_points / 2).max(1) as i64).saturating_add(1);
-        let rows = if fits {
+        let buckets = if fits {
             Vec::new()
         } else if let Some(block) = WIDTHS.iter().rev().copied().find(|&w| width >= w) {
-            self.block_buckets(run_id, key, block, (from, to), (lo, hi), max_points)
+            self.block_buckets(run_id, key, block, (from, to), (lo, hi), width)
                 .await?
         } else {
-            self.buckets(run_id, key, (lo, hi), max_points).await?
+            self.buckets(run_id, key, (lo, hi), width).await?
         };
-        let stored: i64 = rows.iter().map(|b| b.count).sum();
+        let stored: i64 = buckets.iter().map(|b| b.points).sum();
         if fits || stored <= max_points as i64 {
-            let mut q = Sql::new("SELECT step, value, ts");
-            in_window(&mut q, run_id, key, from, to);
-            q.push(" ORDER BY step");
-            for r in self.rows(q).await? {
-                series
-                    .points
-                    .push((r.req_int("step")?, r.req_float("value")?));
-                series.ts.push(r.int("ts")?);
+            for p in self.read_points(run_id, key, from, to).await? {
+                series.points.push((p.first_step, p.min_value));
+                series.ts.push(p.first_ts);
             }
             series.stored = series.points.len() as u64;
             return Ok(series);
         }
         series.stored = u64::try_from(stored).unwrap_or(0);
         series.downsampled = true;
-        extremes(&rows, &mut series);
+        extremes(&buckets, &mut series);
         Ok(series)
     }
 }
@@ -116,20 +102,17 @@ impl<DB: Dialect> Reader<DB> {
         block: i64,
         (from, to): (i64, i64),
         (lo, hi): (i64, i64),
-        max_points: usize,
-    ) -> StoreResult<Vec<Bucket>> {
+        width: i64,
+    ) -> StoreResult<Vec<Block>> {
         let first_full = from.div_euclid(block) + i64::from(from.rem_euclid(block) != 0);
         let last_full = to.div_euclid(block) - i64::from(to.rem_euclid(block) != block - 1);
         if first_full > last_full {
-            return self.buckets(run_id, key, (lo, hi), max_points).await;
+            return self.buckets(run_id, key, (lo, hi), width).await;
         }
         let mut parts: Vec<Block> = Vec::new();
         let first_start = first_full.saturating_mul(block);
         if first_start > lo {
-            parts.extend(
-                self.points_as_blocks(run_id, key, lo, first_start - 1)
-                    .await?,
-            );
+            parts.extend(self.read_points(run_id, key, lo, first_start - 1).await?);
         }
         let q = metric_blocks::select::<DB>(run_id, key, block, (first_full, last_full));
         for r in self.rows(q).await? {
@@ -138,10 +121,9 @@ impl<DB: Dialect> Reader<DB> {
         // None: the last whole block ends at the largest step there is.
         if let Some(after) = last_full.checked_add(1).and_then(|b| b.checked_mul(block)) {
             if after <= hi {
-                parts.extend(self.points_as_blocks(run_id, key, after, hi).await?);
+                parts.extend(self.read_points(run_id, key, after, hi).await?);
             }
         }
-        let width = (hi.saturating_sub(lo) / (max_points / 2).max(1) as i64).saturating_add(1);
         let mut out: Vec<(i64, Block)> = Vec::new();
         for part in parts {
             let at = (part.first_step - lo) / width;
@@ -150,22 +132,11 @@ impl<DB: Dialect> Reader<DB> {
                 _ => out.push((at, part)),
             }
         }
-        Ok(out
-            .into_iter()
-            .map(|(_, b)| Bucket {
-                count: b.points,
-                first: b.first_step,
-                last: b.last_step,
-                low: b.min_value,
-                high: b.max_value,
-                first_ts: b.first_ts,
-                last_ts: b.last_ts,
-            })
-            .collect())
+        Ok(out.into_iter().map(|(_, b)| b).collect())
     }
 
-    /// The points of steps `from..=to`, each as a block of one.
-    async fn points_as_blocks(
+    /// The points of steps `from..=to` in step order, each as a block of one.
+    async fn read_points(
         &self,
         run_id: &str,
         key: &str,
@@ -179,34 +150,25 @@ impl<DB: Dialect> Reader<DB> {
             .await?
             .iter()
             .map(|r| {
-                let (step, value) = (r.req_int("step")?, r.req_float("value")?);
-                let ts = r.int("ts")?;
-                Ok(Block {
-                    points: 1,
-                    first_step: step,
-                    last_step: step,
-                    min_value: value,
-                    max_value: value,
-                    first_ts: ts,
-                    last_ts: ts,
-                })
+                Ok(Block::point(
+                    r.req_int("step")?,
+                    r.req_float("value")?,
+                    r.int("ts")?,
+                ))
             })
             .collect()
     }
 
-    /// The steps `lo..=hi` in buckets of equal width (so the x-axis keeps its scale),
-    /// `max_points / 2` of them, each reduced to its count, first and last step,
-    /// extremes and times; empty buckets left out. Each bucket is read by index
+    /// The steps `lo..=hi` in buckets of `width` steps, each reduced to its count,
+    /// first and last step, extremes and times; empty buckets left out. Each bucket is read by index
     /// range: grouping the whole window by an expression made the database sort it.
     async fn buckets(
         &self,
         run_id: &str,
         key: &str,
         (lo, hi): (i64, i64),
-        max_points: usize,
-    ) -> StoreResult<Vec<Bucket>> {
-        let buckets = (max_points / 2).max(1) as i64;
-        let width = (hi.saturating_sub(lo) / buckets).saturating_add(1);
+        width: i64,
+    ) -> StoreResult<Vec<Block>> {
         // The buckets the steps reach; the last ends at `hi`, so no bound overflows.
         let used = hi.saturating_sub(lo) / width + 1;
         // Our own numbers, not a caller's text: written into the statement as they are.
@@ -260,24 +222,20 @@ impl<DB: Dialect> Reader<DB> {
 }
 
 /// A bucket from its packed count, steps and extremes; `None` when it is empty.
-fn unpack(agg: &str, first_ts: Option<i64>, last_ts: Option<i64>) -> StoreResult<Option<Bucket>> {
+fn unpack(agg: &str, first_ts: Option<i64>, last_ts: Option<i64>) -> StoreResult<Option<Block>> {
     let bad = || StoreError::Corrupt(format!("a metric bucket read as {agg:?}"));
     let mut parts = agg.split(',');
     let mut next = || parts.next().ok_or_else(bad);
-    let count: i64 = next()?.parse().map_err(|_| bad())?;
-    if count == 0 {
+    let points: i64 = next()?.parse().map_err(|_| bad())?;
+    if points == 0 {
         return Ok(None);
     }
-    let first = next()?.parse().map_err(|_| bad())?;
-    let last = next()?.parse().map_err(|_| bad())?;
-    let low = next()?.parse().map_err(|_| bad())?;
-    let high = next()?.parse().map_err(|_| bad())?;
-    Ok(Some(Bucket {
-        count,
-        first,
-        last,
-        low,
-        high,
+    Ok(Some(Block {
+        points,
+        first_step: next()?.parse().map_err(|_| bad())?,
+        last_step: next()?.parse().map_err(|_| bad())?,
+        min_value: next()?.parse().map_err(|_| bad())?,
+        max_value: next()?.parse().map_err(|_| bad())?,
         first_ts,
         last_ts,
     }))
@@ -304,22 +262,19 @@ fn in_window<'a, DB: Dialect>(
 /// Each bucket as two points at its first and last step: its extreme nearer the
 /// line so far first, so a falling curve is drawn falling. Where exactly in the
 /// bucket each extreme fell is not kept: a bucket is a few pixels wide.
-fn extremes(buckets: &[Bucket], series: &mut MetricSeries) {
+fn extremes(buckets: &[Block], series: &mut MetricSeries) {
     let mut previous: Option<f64> = None;
     for b in buckets {
-        if b.first == b.last || b.low == b.high {
-            series.points.push((b.first, b.low));
+        let (low, high) = (b.min_value, b.max_value);
+        if b.first_step == b.last_step || low == high {
+            series.points.push((b.first_step, low));
             series.ts.push(b.first_ts);
-            previous = Some(b.low);
+            previous = Some(low);
             continue;
         }
-        let high_first = previous.is_some_and(|p| (p - b.high).abs() < (p - b.low).abs());
-        let (a, z) = if high_first {
-            (b.high, b.low)
-        } else {
-            (b.low, b.high)
-        };
-        series.points.extend([(b.first, a), (b.last, z)]);
+        let high_first = previous.is_some_and(|p| (p - high).abs() < (p - low).abs());
+        let (a, z) = if high_first { (high, low) } else { (low, high) };
+        series.points.extend([(b.first_step, a), (b.last_step, z)]);
         series.ts.extend([b.first_ts, b.last_ts]);
         previous = Some(z);
     }
@@ -329,13 +284,13 @@ fn extremes(buckets: &[Bucket], series: &mut MetricSeries) {
 mod tests {
     use super::*;
 
-    fn bucket(first: i64, last: i64, low: f64, high: f64) -> Bucket {
-        Bucket {
-            count: 2,
-            first,
-            last,
-            low,
-            high,
+    fn bucket(first: i64, last: i64, low: f64, high: f64) -> Block {
+        Block {
+            points: 2,
+            first_step: first,
+            last_step: last,
+            min_value: low,
+            max_value: high,
             first_ts: Some(first * 10),
             last_ts: Some(last * 10),
         }

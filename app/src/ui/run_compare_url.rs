@@ -4,6 +4,7 @@
 use treeline_wire::run_compare::CompareRunsQuery;
 
 use crate::ui::api::encode;
+use crate::ui::url::all_of;
 
 /// What the charts' x-axis measures.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,18 +63,7 @@ pub(crate) const MAX_SMOOTH: f64 = 0.99;
 impl RunCompareUrl {
     pub(crate) fn from_query(map: &leptos_router::params::ParamsMap) -> Self {
         let get = |k: &str| map.get(k).filter(|v| !v.is_empty());
-        let mut runs: Vec<String> = Vec::new();
-        for run in map.get_all("run").unwrap_or_default() {
-            if !run.is_empty() && !runs.contains(&run) {
-                runs.push(run);
-            }
-        }
-        let mut keys: Vec<String> = Vec::new();
-        for key in map.get_all("key").unwrap_or_default() {
-            if !key.is_empty() && !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
+        let (runs, keys) = (all_of(map, "run"), all_of(map, "key"));
         let number = |k: &str| get(k).and_then(|v| v.parse::<i64>().ok());
         let zoom = match (number("from"), number("to")) {
             (Some(a), Some(b)) if a < b => Some((a, b)),

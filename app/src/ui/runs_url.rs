@@ -7,6 +7,7 @@ use treeline_wire::run_list::RunListQuery;
 use treeline_wire::Invalid;
 
 use super::api::encode;
+use super::url::all_of;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct RunsUrl {
@@ -17,17 +18,6 @@ pub(crate) struct RunsUrl {
     pub columns: Vec<String>,
     pub sort: Option<String>,
     pub ascending: bool,
-}
-
-/// Each value of `name` once, in order, empty ones dropped.
-fn all_of(map: &ParamsMap, name: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in map.get_all(name).unwrap_or_default() {
-        if !v.is_empty() && !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 impl RunsUrl {

@@ -223,6 +223,17 @@ pub(crate) fn link(run_id: &str, trace_id: &str, span_id: Option<&str>) -> Strin
         .href()
 }
 
+/// Each value of `name` once, in order, empty ones dropped.
+pub(crate) fn all_of(map: &leptos_router::params::ParamsMap, name: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for v in map.get_all(name).unwrap_or_default() {
+        if !v.is_empty() && !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// The query of a page's `href` as the router would hand it over, for tests.
 #[cfg(test)]
 pub(crate) fn params_of(href: &str) -> leptos_router::params::ParamsMap {
