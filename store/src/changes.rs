@@ -120,10 +120,10 @@ impl<DB: Dialect> Reader<DB> {
                     CAST(SUM(x.d2) AS DOUBLE PRECISION) AS dur_sq,
                     CAST(SUM(x.dn) AS DOUBLE PRECISION) AS dur_n,
                     CAST(SUM(x.tok) AS DOUBLE PRECISION) AS tokens,
-                    CAST(SUM(x.tok * x.tok) AS DOUBLE PRECISION) AS tokens_sq
-               FROM (SELECT ",
+                    CAST(SUM(x.tok * x.tok) AS DOUBLE PRECISION) AS tokens_sq",
         );
-        q.push(format!(
+        // Each trace's spans summed up by name, then the traces summed up.
+        let per_name = format!(
             "{} AS name, s.kind AS kind, COUNT(*) AS c,
                     MAX(CASE WHEN s.status = 'error' THEN 1 ELSE 0 END) AS failed,
                     MAX(CASE WHEN s.status = 'error' AND s.error_count = 0 THEN 1 ELSE 0 END) AS origin,
@@ -132,15 +132,30 @@ impl<DB: Dialect> Reader<DB> {
                     COUNT(s.end_us - s.start_us) AS dn,
                     CAST(COALESCE(SUM(s.token_count), 0) AS DOUBLE PRECISION) AS tok",
             numberless::<DB>("s.name")
-        ));
-        from(
-            &mut q,
-            terms,
-            " CROSS JOIN spans s",
-            "s.run_id = t.run_id AND s.trace_id = t.trace_id AND s.has_open",
         );
-        push_conditions(&mut q, query, terms);
-        q.push(" GROUP BY s.trace_id, 1, s.kind) x GROUP BY x.name, x.kind");
+        let spans_of_t = "s.run_id = t.run_id AND s.trace_id = t.trace_id AND s.has_open";
+        if DB::LATERAL {
+            // A trace at a time: left to itself, PostgreSQL hashed every span of the
+            // run against the range's traces and sorted the matches by trace (about
+            // 420 ms a side on `bench rollouts`, against 180 through the spans' key).
+            from(
+                &mut q,
+                terms,
+                &format!(
+                    " CROSS JOIN LATERAL (SELECT {per_name} FROM spans s WHERE {spans_of_t} \
+                     GROUP BY 1, s.kind) x"
+                ),
+                "1 = 1",
+            );
+            push_conditions(&mut q, query, terms);
+        } else {
+            // SQLite reads each trace's spans through the key as it is.
+            q.push(format!(" FROM (SELECT {per_name}"));
+            from(&mut q, terms, " CROSS JOIN spans s", spans_of_t);
+            push_conditions(&mut q, query, terms);
+            q.push(" GROUP BY s.trace_id, 1, s.kind) x");
+        }
+        q.push(" GROUP BY x.name, x.kind");
         for r in self.rows(q).await? {
             let f = |c: &str| r.float(c).map(Option::unwrap_or_default);
             side.names.insert(

@@ -192,6 +192,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// SQLite reads a query on one core; PostgreSQL's own parallel plans would build
     /// their hash tables once a half.
     const SCAN_IN_HALVES: bool;
+    /// Whether a subquery in FROM may read the tables before it (`CROSS JOIN
+    /// LATERAL`): then a per-trace aggregate can be asked for a trace at a time.
+    const LATERAL: bool;
     /// Locks the rows a SELECT reads until the transaction ends. SQLite has one
     /// writer at a time, so it needs none.
     const FOR_UPDATE: &'static str;
@@ -318,6 +321,7 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const LEAST: &'static str = "MIN";
     const SCAN_IN_HALVES: bool = true;
+    const LATERAL: bool = false;
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
@@ -490,6 +494,7 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const LEAST: &'static str = "LEAST";
     const SCAN_IN_HALVES: bool = false;
+    const LATERAL: bool = true;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_build_array", "({})::json");
