@@ -32,6 +32,8 @@ enum Command {
     Serve(ServeArgs),
     /// Create, list and revoke API keys (a running server sees changes at once).
     Keys(crate::keys::KeysArgs),
+    /// Delete runs (straight on the database; a running server sees it at once).
+    Runs(crate::run_admin::RunsArgs),
     /// Write a run's spans (bodies included) as JSON lines, one span a line.
     Export(crate::transfer::ExportArgs),
     /// Send spans written by `export` to a server.
@@ -192,6 +194,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command.unwrap_or(Command::Serve(ServeArgs::default())) {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
         Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
+        Command::Runs(args) => runtime.block_on(crate::run_admin::run_command(args)),
         Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
         Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
         Command::Seal(args) => seal(args),
@@ -242,6 +245,7 @@ pub fn main() -> ExitCode {
 async fn serve_command(args: ServeArgs) -> Outcome {
     let (url, store) = open_store(&args.data_dir, args.database_url.as_deref()).await?;
     prune_old_records(store.clone());
+    crate::purge::spawn(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store

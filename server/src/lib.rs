@@ -8,6 +8,8 @@ pub mod devtools;
 pub mod http;
 pub mod keys;
 pub mod otlp;
+pub mod purge;
+pub mod run_admin;
 pub mod serve;
 pub mod site;
 pub mod ssr;

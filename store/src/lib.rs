@@ -29,6 +29,7 @@ mod migrations;
 mod postgres;
 mod reader;
 mod rows;
+mod run_deletion;
 mod run_list;
 mod run_writes;
 mod search;
@@ -60,6 +61,10 @@ pub use sqlite::SqliteStore;
 pub enum StoreError {
     #[error("run {0} not found")]
     RunNotFound(String),
+    /// The run was deleted and its data is still being removed: its id can be
+    /// written to again once that is done.
+    #[error("run {0} was deleted and its data is still being removed; write again shortly")]
+    RunPurging(String),
     #[error("run {run_id} belongs to project {existing}")]
     ProjectConflict { run_id: String, existing: String },
     #[error("invalid cursor")]
@@ -112,7 +117,7 @@ impl StoreError {
     /// Whether the same request may succeed later, unchanged.
     pub fn is_transient(&self) -> bool {
         match self {
-            StoreError::Unavailable(_) | StoreError::Overloaded => true,
+            StoreError::Unavailable(_) | StoreError::Overloaded | StoreError::RunPurging(_) => true,
             StoreError::GroupFailed(inner) => inner.is_transient(),
             _ => false,
         }
@@ -155,6 +160,8 @@ pub struct IdempotencyRecord {
     pub fingerprint: String,
     pub status: u16,
     pub response: String,
+    /// The run whose write it answers: the run's deletion forgets it.
+    pub run_id: Option<String>,
 }
 
 /// An Idempotency-Key and request fingerprint whose answer is stored in the same
@@ -164,6 +171,7 @@ pub struct IdempotencyRecord {
 pub struct Receipt {
     pub key: String,
     pub fingerprint: String,
+    pub run_id: Option<String>,
 }
 
 impl Receipt {
@@ -181,6 +189,7 @@ impl Receipt {
             fingerprint: self.fingerprint.clone(),
             status: 200,
             response,
+            run_id: self.run_id.clone(),
         }
     }
 }
@@ -261,6 +270,17 @@ pub enum LevelStart<'a> {
     Around(&'a str),
 }
 
+/// One step of removing a deleted run's data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Purged {
+    pub run_id: String,
+    /// The table rows were removed from (`deleted_runs` for the last step).
+    pub table: &'static str,
+    pub rows: u64,
+    /// The run's data is all gone, and its id may be written to again.
+    pub done: bool,
+}
+
 /// The write side. Every write is acknowledged only once it is durable, and every
 /// write can be repeated without changing what is stored.
 #[async_trait]
@@ -304,6 +324,15 @@ pub trait Ingest: Send + Sync {
         name: &str,
         author: &str,
     ) -> StoreResult<bool>;
+
+    /// Deletes the run: it leaves every read at once, its id is refused to writes
+    /// (`RunPurging`) until [`Ingest::purge_step`] has removed its data, and the
+    /// answers kept for its Idempotency-Keys are forgotten. Answers its project, or
+    /// `None` when there is no such run.
+    async fn delete_run(&self, run_id: &str, now: i64) -> StoreResult<Option<String>>;
+    /// Removes at most `limit` rows of a deleted run's data, in a transaction of
+    /// its own; `None` when no run is waiting. Resumes after a crash.
+    async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(

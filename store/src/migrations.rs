@@ -89,6 +89,11 @@ const SQLITE: Embedded = Embedded(&[
         "metric blocks",
         include_str!("../migrations/sqlite/0015_metric_blocks.sql"),
     ),
+    (
+        16,
+        "run deletion",
+        include_str!("../migrations/sqlite/0016_run_deletion.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -166,6 +171,11 @@ const POSTGRES: Embedded = Embedded(&[
         15,
         "metric blocks",
         include_str!("../migrations/postgres/0015_metric_blocks.sql"),
+    ),
+    (
+        16,
+        "run deletion",
+        include_str!("../migrations/postgres/0016_run_deletion.sql"),
     ),
 ]);
 

@@ -16,9 +16,10 @@ use super::annotations;
 use super::dialect::{Dialect, Sql};
 use super::reader::{Reader, Reads};
 use super::rows;
+use super::run_deletion;
 use super::{
-    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Store, StoreError,
-    StoreResult, Written,
+    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Purged, Store,
+    StoreError, StoreResult, Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -254,6 +255,14 @@ impl Ingest for PostgresStore {
         author: &str,
     ) -> StoreResult<bool> {
         annotations::unannotate(&self.pool, run_id, trace_id, span_id, name, author).await
+    }
+
+    async fn delete_run(&self, run_id: &str, now: i64) -> StoreResult<Option<String>> {
+        run_deletion::delete_run(&self.pool, run_id, now).await
+    }
+
+    async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>> {
+        run_deletion::purge_step(&self.pool, limit).await
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {

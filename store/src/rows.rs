@@ -284,6 +284,7 @@ pub(super) fn idempotency(r: &impl DbRow) -> StoreResult<IdempotencyRecord> {
         fingerprint: r.req_text("fingerprint")?,
         status: u16::try_from(r.req_int("status")?).unwrap_or(200),
         response: r.req_text("response")?,
+        run_id: r.text("run_id")?,
     })
 }
 

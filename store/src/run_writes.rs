@@ -8,7 +8,7 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 use super::dialect::{Dialect, Sql};
 use super::rows::DbRow;
 use super::statements;
-use super::{metric_blocks, metric_summaries};
+use super::{metric_blocks, metric_summaries, run_deletion};
 use super::{IdempotencyRecord, StoreError, StoreResult};
 
 /// Points per metrics statement, under both databases' bound-parameter limits.
@@ -76,6 +76,10 @@ async fn insert_run<DB: Dialect>(
     run: &RunUpsert,
     now: i64,
 ) -> StoreResult<bool> {
+    // Under the run's lock, which a deletion takes: a run being deleted is not
+    // created again, nor written to, until its data is gone.
+    DB::lock_run(&mut *conn, run_id).await?;
+    run_deletion::refuse_purging::<DB>(&mut *conn, run_id).await?;
     let config = run.config.as_ref().map(Value::to_string);
     let mut q = Sql::<DB>::new(
         "INSERT INTO runs (run_id, project, name, config, status, start_us, updated_us) VALUES (",
@@ -229,8 +233,9 @@ pub(super) async fn idempotency_record<DB: Dialect>(
     conn: &mut DB::Connection,
     key: &str,
 ) -> StoreResult<Option<IdempotencyRecord>> {
-    let mut q =
-        Sql::<DB>::new("SELECT key, fingerprint, status, response FROM idempotency WHERE key = ");
+    let mut q = Sql::<DB>::new(
+        "SELECT key, fingerprint, status, response, run_id FROM idempotency WHERE key = ",
+    );
     q.bind(key);
     let rows = DB::fetch_all_in(conn, q).await?;
     rows.first().map(super::rows::idempotency).transpose()

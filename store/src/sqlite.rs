@@ -22,9 +22,10 @@ use super::group::{GroupCommit, Refused};
 use super::merge::RunBatch;
 use super::reader::{Reader, Reads};
 use super::rows;
+use super::run_deletion;
 use super::{
-    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Store, StoreError,
-    StoreResult, Written,
+    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Purged, Store,
+    StoreError, StoreResult, Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -455,6 +456,14 @@ impl Ingest for SqliteStore {
         annotations::unannotate(&self.writer, run_id, trace_id, span_id, name, author).await
     }
 
+    async fn delete_run(&self, run_id: &str, now: i64) -> StoreResult<Option<String>> {
+        run_deletion::delete_run(&self.writer, run_id, now).await
+    }
+
+    async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>> {
+        run_deletion::purge_step(&self.writer, limit).await
+    }
+
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
         let (reply, answer) = oneshot::channel();
         let job = BatchJob {
@@ -521,6 +530,7 @@ mod tests {
             receipt: Some(Receipt {
                 key: key.into(),
                 fingerprint: format!("of {span}"),
+                run_id: Some("r1".into()),
             }),
         }
     }

@@ -382,7 +382,7 @@ pub(super) fn idempotency_insert<'a, DB: Dialect>(
     records: &'a [IdempotencyRecord],
     now: i64,
 ) {
-    q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us) ");
+    q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us, run_id) ");
     push_values(q, records, |r| {
         [
             (&r.key).into(),
@@ -390,6 +390,7 @@ pub(super) fn idempotency_insert<'a, DB: Dialect>(
             i64::from(r.status).into(),
             (&r.response).into(),
             now.into(),
+            (&r.run_id).into(),
         ]
     });
     q.push(" ON CONFLICT (key) DO NOTHING");

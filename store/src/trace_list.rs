@@ -345,6 +345,10 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
     if let Some(project) = &query.project {
         q.push(" AND t.project = ").bind(project);
     }
+    if query.run_id.is_none() {
+        // A deleted run's traces, until they are removed (see run_deletion).
+        q.push(" AND NOT EXISTS (SELECT 1 FROM deleted_runs d WHERE d.run_id = t.run_id)");
+    }
     if !query.statuses.is_empty() {
         q.push(" AND t.status IN (");
         for (i, s) in query.statuses.iter().enumerate() {

@@ -57,6 +57,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("GET", RUNS),
     ("GET", RUN),
     ("PUT", RUN),
+    ("DELETE", RUN),
     ("POST", RUN_FINISH),
     ("GET", RUN_METRICS),
     ("POST", RUN_METRICS),

@@ -62,7 +62,7 @@ async fn put_annotation(
     find_trace(&state, &who, &run_id, &trace_id).await?;
     let bytes = body::read(&headers, raw).await?;
     let scope = format!("annotate/{run_id}/{trace_id}");
-    idempotent(&state, &headers, &scope, &bytes, || async {
+    idempotent(&state, &headers, &run_id, &scope, &bytes, || async {
         let asked = parse(&bytes)?;
         let note = asked.checked()?;
         // A session is a person at the dashboard; a key is a program, unless it says.
@@ -89,7 +89,7 @@ async fn delete_annotation(
     find_trace(&state, &who, &run_id, &trace_id).await?;
     let bytes = body::read(&headers, raw).await?;
     let scope = format!("unannotate/{run_id}/{trace_id}");
-    idempotent(&state, &headers, &scope, &bytes, || async {
+    idempotent(&state, &headers, &run_id, &scope, &bytes, || async {
         let (span_id, name) = parse(&bytes)?.target()?;
         let deleted = state
             .store

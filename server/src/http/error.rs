@@ -122,6 +122,10 @@ impl From<StoreError> for ApiError {
                 format!("around: span {span_id} is not among the children listed"),
             ),
             StoreError::NotFound { code, message } => ApiError::not_found(code, message),
+            e @ StoreError::RunPurging(_) => ApiError::Unavailable {
+                message: e.to_string(),
+                retry_after_s: 5,
+            },
             other if other.is_transient() => {
                 tracing::warn!(error = %chain(&other), "storage unavailable");
                 ApiError::Unavailable {

@@ -13,7 +13,9 @@ use axum::response::{IntoResponse, Response};
 use super::error::{error_response, ApiError};
 use super::AppState;
 
-/// Write requests must say their body is JSON (`application/json`, any charset).
+/// Write requests must say their body is JSON (`application/json`, any charset),
+/// but for a DELETE with no body (`DELETE /api/runs/{run_id}`): no HTML form sends
+/// that method, so it cannot come from another site without a CORS preflight.
 pub async fn require_json(request: Request, next: Next) -> Result<Response, ApiError> {
     if matches!(
         *request.method(),
@@ -21,12 +23,20 @@ pub async fn require_json(request: Request, next: Next) -> Result<Response, ApiE
     ) {
         return Ok(next.run(request).await);
     }
-    let content_type = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if is_json(content_type) {
+    let headers = request.headers();
+    let header_text = |name| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let content_type = header_text(header::CONTENT_TYPE);
+    let bodiless_delete = *request.method() == Method::DELETE
+        && content_type.is_empty()
+        && matches!(header_text(header::CONTENT_LENGTH).as_str(), "" | "0")
+        && !headers.contains_key(header::TRANSFER_ENCODING);
+    if bodiless_delete || is_json(&content_type) {
         Ok(next.run(request).await)
     } else {
         Err(ApiError::UnsupportedMediaType(format!(

@@ -16,7 +16,7 @@ use treeline_wire::{
 };
 use xxhash_rust::xxh3::Xxh3;
 
-use super::auth::Principal;
+use super::auth::{Principal, Scope};
 use super::body;
 use super::bounded::{self, ListError};
 use super::error::{ApiError, ApiResult};
@@ -26,10 +26,36 @@ use crate::store::{EventBatch, IdempotencyRecord, Receipt, Written};
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(routes::RUN, put(upsert_run))
+        .route(routes::RUN, put(upsert_run).delete(delete_run))
         .route(routes::RUN_FINISH, post(finish_run))
         .route(routes::RUN_METRICS, post(write_metrics))
         .route(routes::RUN_TRACE_EVENTS, post(write_events))
+}
+
+/// Deletes a run (admin keys only): it leaves every read at once, and its data is
+/// removed in the background (`purge::run`). 404 for no such run.
+async fn delete_run(
+    State(state): State<AppState>,
+    who: Principal,
+    Path(run_id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    check_id(&run_id, "run_id")?;
+    if who.scope != Scope::Admin {
+        return Err(ApiError::forbidden(
+            "forbidden",
+            "deleting a run takes an admin key",
+        ));
+    }
+    let Some(project) = state.store.delete_run(&run_id, now_us()).await? else {
+        return Err(ApiError::run_not_found(&run_id));
+    };
+    state.daily_runs.forget(&run_id);
+    tracing::info!(run_id, project, by = who.name, "run deleted");
+    Ok(Json(serde_json::json!({
+        "run_id": run_id,
+        "project": project,
+        "deleted": true,
+    })))
 }
 
 async fn upsert_run(
@@ -84,6 +110,7 @@ async fn finish_run(
     idempotent(
         &state,
         &headers,
+        &run_id,
         &format!("finish/{run_id}"),
         &bytes,
         || async {
@@ -110,6 +137,7 @@ async fn write_metrics(
     idempotent(
         &state,
         &headers,
+        &run_id,
         &format!("metrics/{run_id}"),
         &bytes,
         || async {
@@ -145,9 +173,11 @@ async fn write_events(
     // up in the write's own transaction (two requests racing with one key write
     // once), so a replay is decoded like any request first.
     let scope = format!("events/{run_id}");
-    let batch = tokio::task::spawn_blocking(move || decode_events(&headers, &scope, &bytes))
-        .await
-        .map_err(|e| ApiError::Internal(Box::new(e)))??;
+    let of_run = run_id.clone();
+    let batch =
+        tokio::task::spawn_blocking(move || decode_events(&headers, &of_run, &scope, &bytes))
+            .await
+            .map_err(|e| ApiError::Internal(Box::new(e)))??;
     let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
     match state.store.write_batch(&run_id, batch, now_us()).await? {
         Written::Stored(answer) => Ok(Json(answer).into_response()),
@@ -157,8 +187,13 @@ async fn write_events(
 
 /// The valid events of a request, what was wrong with the others, and the receipt
 /// the answer is to be kept under (in the events' own transaction).
-fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<EventBatch> {
-    let receipt = receipt(headers, scope, bytes)?;
+fn decode_events(
+    headers: &HeaderMap,
+    run_id: &str,
+    scope: &str,
+    bytes: &[u8],
+) -> ApiResult<EventBatch> {
+    let receipt = receipt(headers, run_id, scope, bytes)?;
     let (events, parsed) = match decode_valid_events(bytes)? {
         Some(decoded) => decoded,
         None => {
@@ -237,6 +272,7 @@ fn rejection(index: usize, e: treeline_wire::Invalid) -> Rejection {
 pub(super) async fn idempotent<F, Fut>(
     state: &AppState,
     headers: &HeaderMap,
+    run_id: &str,
     scope: &str,
     bytes: &[u8],
     write: F,
@@ -245,7 +281,7 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = ApiResult<Value>>,
 {
-    let receipt = receipt(headers, scope, bytes)?;
+    let receipt = receipt(headers, run_id, scope, bytes)?;
     if let Some(replayed) = replay(state, receipt.as_ref()).await? {
         return Ok(replayed);
     }
@@ -257,8 +293,14 @@ where
     Ok(Json(value).into_response())
 }
 
-/// The request's Idempotency-Key with a fingerprint of what it asks, if it has one.
-fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<Receipt>> {
+/// The request's Idempotency-Key with a fingerprint of what it asks (a write to
+/// `run_id`), if it has one.
+fn receipt(
+    headers: &HeaderMap,
+    run_id: &str,
+    scope: &str,
+    bytes: &[u8],
+) -> ApiResult<Option<Receipt>> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -280,7 +322,11 @@ fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<R
     hasher.update(&[0]);
     hasher.update(bytes);
     let fingerprint = format!("x3:{:032x}", hasher.digest128());
-    Ok(Some(Receipt { key, fingerprint }))
+    Ok(Some(Receipt {
+        key,
+        fingerprint,
+        run_id: Some(run_id.to_string()),
+    }))
 }
 
 /// The answer kept under the receipt's key, replayed (or 422 for another body), if

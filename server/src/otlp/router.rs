@@ -26,6 +26,7 @@ use super::runs::{self, Runs};
 use crate::http::auth::{self, Principal};
 use crate::http::error::{error_response, ApiError, ApiResult};
 use crate::http::{body, now_us, AppState};
+use crate::store::StoreError;
 use treeline_wire::limits::MAX_BATCH_ITEMS as MAX_ITEMS;
 
 #[derive(Clone)]
@@ -193,7 +194,13 @@ async fn handle(
         // together so each span is stored whole.
         while !events.is_empty() {
             let rest = events.split_off(events.len().min(MAX_ITEMS));
-            let warnings = state.app.store.write_events(&run_id, events, now).await?;
+            let written = state.app.store.write_events(&run_id, events, now).await;
+            if let Err(StoreError::RunNotFound(_)) = &written {
+                // Deleted since it was remembered (by `treeline runs delete`, say):
+                // the exporter's retry asks the store again.
+                state.runs.forget(&run_id);
+            }
+            let warnings = written?;
             for w in warnings {
                 let span = report
                     .span_ids

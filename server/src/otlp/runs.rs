@@ -181,6 +181,14 @@ impl Runs {
         day
     }
 
+    /// Forgets the run (it was deleted): the next export to its id asks the store,
+    /// which refuses it until the run's data is gone, then creates it anew.
+    pub fn forget(&self, run_id: &str) {
+        if let Ok(mut known) = self.known.lock() {
+            known.remove(run_id);
+        }
+    }
+
     /// The project of the run, which is created in `project` when it does not exist;
     /// one step in the store, so no request of another project can create it in
     /// between. An existing run keeps its own project and name.

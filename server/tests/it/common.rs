@@ -47,6 +47,30 @@ impl TestStore {
     }
 }
 
+impl TestStore {
+    /// The one integer an SQL query answers, read beside the store.
+    pub(crate) async fn count(&self, sql: &str) -> i64 {
+        use sqlx::Connection;
+        if self.url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.url)
+                .await
+                .expect("connect sqlite");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut conn)
+                .await
+                .expect(sql)
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.url)
+                .await
+                .expect("connect postgres");
+            sqlx::query_scalar(sql)
+                .fetch_one(&mut conn)
+                .await
+                .expect(sql)
+        }
+    }
+}
+
 pub(crate) async fn sqlite() -> TestStore {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite:{}", dir.path().join("treeline.db").display());

@@ -46,7 +46,10 @@ async fn every_route_needs_credentials_when_auth_is_on() {
     }
     assert!(walked >= 15, "the route list shrank to {walked}");
     // The door stands before routing: a path no route has yet is refused too.
-    for (method, path) in [("GET", "/api/not-yet-a-route"), ("DELETE", "/api/runs/x")] {
+    for (method, path) in [
+        ("GET", "/api/not-yet-a-route"),
+        ("DELETE", "/api/projects/x"),
+    ] {
         let reply = app.call(method, path, &[], Body::empty()).await;
         assert_eq!(reply.status, StatusCode::UNAUTHORIZED, "{method} {path}");
     }

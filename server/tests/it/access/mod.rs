@@ -5,4 +5,5 @@
 mod annotations;
 mod cross_site;
 mod keys;
+mod run_delete;
 mod signin;

@@ -14,6 +14,7 @@ mod ingest_rules;
 mod invariance;
 mod rollouts;
 mod run_columns;
+mod run_deletion;
 mod runs;
 mod span_tree;
 mod trace_lists;

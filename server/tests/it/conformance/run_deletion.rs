@@ -1,0 +1,208 @@
+//! Deleting a run: it leaves every read at once; its rows then go in bounded
+//! batches, resumed after a restart, and nothing of another run goes with them; its
+//! id is refused to writes until then, and free after.
+
+use crate::common::on_both;
+use crate::common::{close, open, parsed, run, with, TestStore};
+use serde_json::json;
+use treeline_server::store::{EventBatch, Receipt, RunsAsked, StoreError, TraceQuery, Written};
+use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source};
+use treeline_wire::{BatchResponse, MetricPoint, RunUpsert};
+
+/// Every table that holds a run's rows.
+const TABLES: [&str; 11] = [
+    "runs",
+    "traces",
+    "spans",
+    "trace_numbers",
+    "trace_texts",
+    "annotations",
+    "step_activity",
+    "metric_points",
+    "metric_summaries",
+    "metric_blocks",
+    "idempotency",
+];
+
+async fn rows_of(t: &TestStore, run_id: &str) -> Vec<(&'static str, i64)> {
+    let mut out = Vec::new();
+    for table in TABLES {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE run_id = '{run_id}'");
+        out.push((table, t.count(&sql).await));
+    }
+    out
+}
+
+/// A run with a bit of everything: traces with steps and root attributes, child
+/// spans, an annotation, metrics, and an answer kept for an Idempotency-Key.
+async fn fill(t: &TestStore, run_id: &str) {
+    let s = &t.store;
+    run(s, run_id).await;
+    let mut events = Vec::new();
+    for i in 0..6 {
+        let trace = format!("{run_id}-t{i}");
+        events.push(with(
+            open(&trace, "root", None, "rollout", 10),
+            json!({"step": i, "attributes": {"reward": i, "family": "algebra"}}),
+        ));
+        events.push(open(&trace, "child", Some("root"), "tool", 11));
+        events.push(close(&trace, "child", "ok", 12));
+        events.push(close(&trace, "root", "ok", 13));
+    }
+    let batch = EventBatch {
+        events: parsed(&events),
+        parsed: BatchResponse {
+            accepted: events.len(),
+            ..Default::default()
+        },
+        receipt: Some(Receipt {
+            key: format!("key of {run_id}"),
+            fingerprint: "f".into(),
+            run_id: Some(run_id.into()),
+        }),
+    };
+    assert!(matches!(
+        s.write_batch(run_id, batch, 20).await.unwrap(),
+        Written::Stored(_)
+    ));
+    let points: Vec<MetricPoint> = (0..100)
+        .map(|step| MetricPoint {
+            key: "reward".into(),
+            step,
+            value: step as f64,
+            ts: None,
+        })
+        .collect();
+    s.write_metrics(run_id, &points).await.unwrap();
+    let note = NoteWrite {
+        span_id: None,
+        name: "verdict".into(),
+        value: NoteValue::Text("bad".into()),
+        comment: None,
+    };
+    let author = Author {
+        key_id: "k".into(),
+        name: "k's key".into(),
+    };
+    s.annotate(
+        run_id,
+        &format!("{run_id}-t0"),
+        &note,
+        &author,
+        Source::Person,
+        30,
+    )
+    .await
+    .unwrap();
+}
+
+fn project_wide() -> TraceQuery {
+    TraceQuery {
+        project: Some("proj".into()),
+        limit: 100,
+        ..Default::default()
+    }
+}
+
+async fn a_deleted_run_leaves_every_read_at_once_and_its_rows_go_in_batches(t: TestStore) {
+    fill(&t, "r1").await;
+    fill(&t, "r2").await;
+    let before = rows_of(&t, "r1").await;
+    assert!(before.iter().all(|(_, n)| *n > 0), "{before:?}");
+    let other = rows_of(&t, "r2").await;
+    let s = &t.store;
+
+    assert_eq!(
+        s.delete_run("r1", 100).await.unwrap().as_deref(),
+        Some("proj")
+    );
+    assert_eq!(s.delete_run("r1", 101).await.unwrap(), None);
+    assert_eq!(s.delete_run("nope", 101).await.unwrap(), None);
+
+    // Gone from every read at once, its rows still there.
+    assert!(s.reads().get_run("r1").await.unwrap().is_none());
+    let runs = s
+        .reads()
+        .list_runs(RunsAsked::newest(Some("proj"), 10, None))
+        .await
+        .unwrap();
+    let ids: Vec<_> = runs.runs.iter().map(|r| r.run_id.as_str()).collect();
+    assert_eq!(ids, vec!["r2"]);
+    let listed = s.reads().list_traces(&project_wide()).await.unwrap();
+    assert_eq!(listed.traces.len(), 6);
+    assert!(listed.traces.iter().all(|t| t.run_id == "r2"));
+    assert!(s.idempotency_get("key of r1").await.unwrap().is_none());
+    assert!(s.idempotency_get("key of r2").await.unwrap().is_some());
+    assert!(
+        t.count("SELECT COUNT(*) FROM spans WHERE run_id = 'r1'")
+            .await
+            > 0
+    );
+
+    // Its id is refused to writes until its rows are gone.
+    let up = RunUpsert {
+        project: "proj".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.ensure_run("r1", &up, 102).await,
+        Err(StoreError::RunPurging(_))
+    ));
+    assert!(matches!(
+        s.upsert_run("r1", &up, 102).await,
+        Err(StoreError::RunPurging(_))
+    ));
+
+    // A few rows a step, and every row of r1, and none of r2.
+    let mut steps = 0;
+    loop {
+        let step = s.purge_step(5).await.unwrap().expect("a run to purge");
+        assert_eq!(step.run_id, "r1");
+        assert!(step.rows <= 5 || step.done, "{step:?}");
+        steps += 1;
+        if step.done {
+            break;
+        }
+    }
+    let rows: i64 = before.iter().map(|(_, n)| n).sum();
+    assert!(steps as i64 >= rows / 5, "{steps} steps for {rows} rows");
+    assert!(rows_of(&t, "r1").await.iter().all(|(_, n)| *n == 0));
+    assert_eq!(rows_of(&t, "r2").await, other);
+    assert_eq!(s.purge_step(5).await.unwrap(), None);
+
+    // Then the id is free: a new, empty run.
+    assert_eq!(s.ensure_run("r1", &up, 103).await.unwrap(), "proj");
+    let fresh = s.reads().get_run("r1").await.unwrap().expect("the new run");
+    assert_eq!(fresh.summary.trace_count, 0);
+}
+
+async fn a_deletion_resumes_after_a_restart(t: TestStore) {
+    fill(&t, "r1").await;
+    t.store.delete_run("r1", 100).await.unwrap();
+    for _ in 0..3 {
+        t.store.purge_step(4).await.unwrap();
+    }
+    // The store closed part-way (as by a crash: each batch is committed or not)
+    // and opened again.
+    let url = t.url.clone();
+    let reopened = TestStore::at(&url).await;
+    assert!(reopened
+        .store
+        .reads()
+        .get_run("r1")
+        .await
+        .unwrap()
+        .is_none());
+    while let Some(step) = reopened.store.purge_step(4).await.unwrap() {
+        if step.done {
+            break;
+        }
+    }
+    assert!(rows_of(&reopened, "r1").await.iter().all(|(_, n)| *n == 0));
+    assert_eq!(reopened.count("SELECT COUNT(*) FROM deleted_runs").await, 0);
+}
+
+on_both!(tokio::test, |t| t;
+    a_deleted_run_leaves_every_read_at_once_and_its_rows_go_in_batches,
+    a_deletion_resumes_after_a_restart,
+);
