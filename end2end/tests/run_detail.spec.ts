@@ -166,3 +166,29 @@ test("the lane shows each step's failure share and bands only what stands out", 
   await page.screenshot({ path: "test-results/failure-share-lane.png", fullPage: false });
 });
 
+
+test("a run is deleted from its page once its name is typed", async ({ page, request }) => {
+  const run = "e2e-to-delete";
+  await createRun(request, run, "delete-e2e", "mistaken run");
+  await createRun(request, "e2e-to-keep", "delete-e2e", "kept run");
+  await sendEvents(request, run, rollout("gone-1", 1, "ok"));
+  await page.goto(`/runs/${run}`);
+  await page.getByText("Delete this run").click();
+  const button = page.getByRole("button", { name: "Delete run" });
+  const confirm = page.getByRole("textbox", { name: /Type the run's name/ });
+  await expect(button).toBeDisabled();
+  await confirm.fill("mistaken");
+  await expect(button).toBeDisabled();
+  await confirm.fill("mistaken run");
+  await expect(button).toBeEnabled();
+  await expectNoA11yViolations(page);
+  await page.screenshot({ path: "test-results/delete-run.png", fullPage: true });
+  await button.click();
+  // Back on the project's runs, without it.
+  await expect(page).toHaveURL(/\/\?project=delete-e2e$/);
+  await expect(page.getByRole("link", { name: "kept run" })).toBeVisible();
+  await expect(page.getByRole("link", { name: "mistaken run" })).toHaveCount(0);
+  expect((await request.get(`/api/runs/${run}`)).status()).toBe(404);
+  await page.goto(`/runs/${run}`);
+  await expect(page.getByRole("alert")).toContainText(run);
+});

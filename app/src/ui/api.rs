@@ -370,6 +370,13 @@ pub async fn unannotate(
     .await
 }
 
+/// Deletes the run (an admin's key or session only).
+pub async fn delete_run(run_id: String) -> Result<(), ApiError> {
+    send::<serde_json::Value>("DELETE", path(RUN, &[&run_id]), serde_json::json!({}))
+        .await
+        .map(|_| ())
+}
+
 /// `method path` with a JSON body, and its JSON answer. Only the browser writes:
 /// a page rendered on the server only reads.
 pub async fn send<T: DeserializeOwned>(

@@ -4,6 +4,7 @@ pub mod changes;
 pub mod chart;
 pub mod compare;
 pub mod config_diff;
+pub mod delete_run;
 pub mod early_input;
 pub mod filter_builder;
 pub mod filters;

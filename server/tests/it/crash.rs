@@ -114,3 +114,115 @@ async fn the_writer_syncs_every_commit() {
     };
     assert_eq!(mode, "wal");
 }
+
+/// A run's deletion killed part-way (SIGKILL, once some of its rows are gone) goes
+/// on after the restart until every row is gone, and what was acknowledged to
+/// another run meanwhile is all there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_killed_part_way_finishes_after_the_restart() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite:{}", dir.path().join("treeline.db").display());
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    let mut server = serve(dir.path(), &addr);
+    wait_ready(&base).await;
+    let mut client = Client::new(&base);
+    client.attempts = 1;
+    let run = RunUpsert {
+        project: "crash".into(),
+        ..Default::default()
+    };
+    for id in ["doomed", "kept"] {
+        client.put_run(id, &run).await.expect("run created");
+    }
+    // 200 traces of 100 spans: about ten batches of the purge.
+    for n in 0..200 {
+        client
+            .send_events("doomed", &batch(&format!("d{n}")))
+            .await
+            .expect("events");
+    }
+    let count = |sql: &'static str| {
+        let url = url.clone();
+        async move {
+            use sqlx::Connection;
+            let mut conn = sqlx::SqliteConnection::connect(&url)
+                .await
+                .expect("connect");
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&mut conn)
+                .await
+                .expect(sql)
+        }
+    };
+    const DOOMED_SPANS: &str = "SELECT COUNT(*) FROM spans WHERE run_id = 'doomed'";
+    assert_eq!(count(DOOMED_SPANS).await, 20_000);
+
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let writer = {
+        let (client, acknowledged) = (client.clone(), acknowledged.clone());
+        tokio::spawn(async move {
+            for n in 0.. {
+                let trace_id = format!("k{n}");
+                match client.send_events("kept", &batch(&trace_id)).await {
+                    Ok(_) => acknowledged.lock().expect("lock").push(trace_id),
+                    Err(_) => break, // the server is gone
+                }
+            }
+        })
+    };
+    let deleted = reqwest::Client::new()
+        .delete(format!("{base}/api/runs/doomed"))
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(deleted.status(), reqwest::StatusCode::OK);
+    // Part-way: some of its spans gone, not all.
+    let mut left = count(DOOMED_SPANS).await;
+    while left == 20_000 {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        left = count(DOOMED_SPANS).await;
+    }
+    server.0.kill().expect("SIGKILL");
+    server.0.wait().expect("reaped");
+    writer.await.expect("writer");
+    assert!(
+        left > 0,
+        "the purge ended before the kill; nothing was resumed"
+    );
+
+    let server = serve(dir.path(), &addr);
+    wait_ready(&base).await;
+    let gone = client.get::<serde_json::Value>("/api/runs/doomed").await;
+    assert!(gone.is_err(), "the deleted run is back after the restart");
+    let started = std::time::Instant::now();
+    while count("SELECT COUNT(*) FROM deleted_runs").await > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the deletion did not finish"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for table in ["runs", "traces", "spans", "step_activity"] {
+        let sql = format!("SELECT COUNT(*) FROM {table} WHERE run_id = 'doomed'");
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&url)
+            .await
+            .expect("connect");
+        let n: i64 = sqlx::query_scalar(&sql)
+            .fetch_one(&mut conn)
+            .await
+            .expect("count");
+        assert_eq!(n, 0, "{table}");
+    }
+    let acknowledged = acknowledged.lock().expect("lock").clone();
+    assert!(!acknowledged.is_empty());
+    for trace_id in &acknowledged {
+        let trace: TraceSummary = client
+            .get(&format!("/api/runs/kept/traces/{trace_id}"))
+            .await
+            .unwrap_or_else(|e| panic!("acknowledged trace {trace_id} lost: {e}"));
+        assert_eq!(trace.span_count, SPANS_PER_BATCH as i64, "{trace_id}");
+    }
+    drop(server);
+}

@@ -9,6 +9,7 @@ use crate::ui::compare_url::step_link;
 use crate::ui::components::body::JsonTree;
 use crate::ui::components::changes::WhatChanged;
 use crate::ui::components::chart::LineChart;
+use crate::ui::components::delete_run::DeleteRun;
 use crate::ui::components::group_lens::GroupLens;
 use crate::ui::components::heatmap::Rollouts;
 use crate::ui::components::status::{RunBadge, StatusBadge};
@@ -77,6 +78,9 @@ fn RunView(detail: RunDetail) -> impl IntoView {
         }
     });
     let config_empty = detail.config.is_null();
+    let delete = view! {
+        <DeleteRun run_id=s.run_id.clone() name=s.name.clone() project=s.project.clone()/>
+    };
     view! {
         <header class="run-head">
             <p class="crumbs"><a href="/">"Runs"</a>" / "<a href=format!("/?project={}", encode(&s.project))>{s.project.clone()}</a></p>
@@ -121,6 +125,7 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <TracesPanel run_id=s.run_id.clone() metric_keys=detail.metric_keys.clone()/>
             })}
         </details>
+        {delete}
     }
 }
 
