@@ -2,7 +2,6 @@
 //! running server sees a change with its next request.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::failure::{Context, Failure, Outcome};
 use crate::http::auth::Scope;
@@ -13,17 +12,8 @@ use crate::store::KeyRecord;
 pub struct KeysArgs {
     #[command(subcommand)]
     command: KeysCommand,
-    /// Directory of the embedded SQLite database, as given to `serve`.
-    #[arg(
-        long,
-        env = "TREELINE_DATA_DIR",
-        default_value = "./treeline-data",
-        global = true
-    )]
-    data_dir: PathBuf,
-    /// The database, as given to `serve`: sqlite:PATH or postgres://…
-    #[arg(long, env = "TREELINE_DATABASE_URL", global = true)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    database: crate::database_args::DatabaseArgs,
     /// Make a new SQLite database in --data-dir when there is none (the first key,
     /// before the server has started there). Without it, a missing database is an
     /// error: a key written to the wrong folder would do nothing.
@@ -61,17 +51,10 @@ enum KeysCommand {
 }
 
 pub async fn run_command(args: KeysArgs) -> Outcome {
-    let file = args.data_dir.join(crate::store::SQLITE_FILE);
-    if args.database_url.is_none() && !args.init && !file.exists() {
-        return Err(Failure::msg(format!(
-            "there is no Treeline database at {}: give the server's --data-dir (or \
-             TREELINE_DATA_DIR, or --database-url), or pass --init to make a new one there",
-            file.display()
-        )));
-    }
-    let (_, store) = crate::store::open_in(&args.data_dir, args.database_url.as_deref())
-        .await
-        .context("cannot open the database")?;
+    let store = args
+        .database
+        .open(args.init, ", or pass --init to make a new one there")
+        .await?;
     let access = store.access();
     let mut out = std::io::stdout().lock();
     match args.command {

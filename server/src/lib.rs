@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod database_args;
 #[cfg(feature = "devtools")]
 pub mod devtools;
 pub mod http;

@@ -2,7 +2,6 @@
 //! a server uses (which may be running: it sees the change at once).
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::failure::{Context, Failure, Outcome};
 use crate::http::now_us;
@@ -11,17 +10,8 @@ use crate::http::now_us;
 pub struct RunsArgs {
     #[command(subcommand)]
     command: RunsCommand,
-    /// Directory of the embedded SQLite database, as given to `serve`.
-    #[arg(
-        long,
-        env = "TREELINE_DATA_DIR",
-        default_value = "./treeline-data",
-        global = true
-    )]
-    data_dir: PathBuf,
-    /// The database, as given to `serve`: sqlite:PATH or postgres://…
-    #[arg(long, env = "TREELINE_DATABASE_URL", global = true)]
-    database_url: Option<String>,
+    #[command(flatten)]
+    database: crate::database_args::DatabaseArgs,
 }
 
 #[derive(clap::Subcommand)]
@@ -35,17 +25,7 @@ enum RunsCommand {
 }
 
 pub async fn run_command(args: RunsArgs) -> Outcome {
-    let file = args.data_dir.join(crate::store::SQLITE_FILE);
-    if args.database_url.is_none() && !file.exists() {
-        return Err(Failure::msg(format!(
-            "there is no Treeline database at {}: give the server's --data-dir (or \
-             TREELINE_DATA_DIR, or --database-url)",
-            file.display()
-        )));
-    }
-    let (_, store) = crate::store::open_in(&args.data_dir, args.database_url.as_deref())
-        .await
-        .context("cannot open the database")?;
+    let store = args.database.open(false, "").await?;
     match args.command {
         RunsCommand::Delete { run_id } => {
             treeline_wire::check_id(&run_id, "run_id").map_err(|e| Failure::msg(e.message))?;

@@ -404,7 +404,7 @@ async fn get_records(
     }
     let keys = serde_json::to_string(keys).map_err(|e| StoreError::Corrupt(e.to_string()))?;
     let rows = sqlx::query(
-        "SELECT i.key, i.fingerprint, i.status, i.response
+        "SELECT i.key, i.fingerprint, i.status, i.response, i.run_id
            FROM json_each(?1) AS k CROSS JOIN idempotency i ON i.key = k.value",
     )
     .bind(keys)

@@ -281,7 +281,7 @@ async fn an_unknown_run_is_404_and_bad_json_is_400(t: TestStore) {
         "not_found",
     );
     let wrong_method = api
-        .call(Request::delete("/runs/nope").body(Body::empty()).unwrap())
+        .call(Request::patch("/runs/nope").body(Body::empty()).unwrap())
         .await;
     assert_error(
         &wrong_method,

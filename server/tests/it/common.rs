@@ -189,6 +189,21 @@ pub(crate) async fn served_run(
     (base, client, server)
 }
 
+/// `treeline ARGS --data-dir DATA` run to its end: whether it succeeded, and its
+/// standard output and error.
+pub(crate) fn treeline_in(data: &str, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
+        .args(args)
+        .args(["--data-dir", data])
+        .output()
+        .expect("run treeline");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A free loopback address for a server process.
 pub(crate) fn free_addr() -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");

@@ -315,18 +315,7 @@ on_both!(tokio::test, |t| t;
 async fn the_keys_command_creates_lists_and_revokes() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_string_lossy().to_string();
-    let treeline = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
-            .args(args)
-            .args(["--data-dir", &data])
-            .output()
-            .expect("run treeline");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let treeline = |args: &[&str]| common::treeline_in(&data, args);
     // Where there is no database yet, nothing is made without --init.
     let (ok, _, err) = treeline(&["keys", "list"]);
     assert!(

@@ -140,18 +140,7 @@ on_both!(tokio::test, |t| t;
 async fn the_runs_command_deletes_a_run_and_removes_its_rows() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().to_string_lossy().to_string();
-    let treeline = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
-            .args(args)
-            .args(["--data-dir", &data])
-            .output()
-            .expect("run treeline");
-        (
-            out.status.success(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let treeline = |args: &[&str]| common::treeline_in(&data, args);
     let (ok, _, err) = treeline(&["runs", "delete", "r0"]);
     assert!(!ok && err.contains("no Treeline database"), "{err}");
     let t = common::TestStore::at(&format!("sqlite:{data}/treeline.db")).await;
