@@ -33,7 +33,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Deletes a run (admin keys only): it leaves every read at once, and its data is
-/// removed in the background (`purge::run`). 404 for no such run.
+/// removed in the background (`purge::spawn`). 404 for no such run.
 async fn delete_run(
     State(state): State<AppState>,
     who: Principal,
