@@ -14,6 +14,22 @@ pub const BATCH_ROWS: usize = 2_000;
 const BETWEEN_BATCHES: Duration = Duration::from_millis(5);
 /// How often the queue is looked at when it is empty.
 const IDLE: Duration = Duration::from_secs(1);
+/// Pages (4 KiB each) given back to the file system at a time.
+pub const RECLAIM_PAGES: u32 = 2_000;
+
+/// Gives back the space a deleted run's rows left, a few MiB at a time; the pages
+/// given back.
+pub async fn reclaim(store: &dyn Store) -> crate::store::StoreResult<u64> {
+    let mut total = 0;
+    loop {
+        let pages = store.reclaim_space(RECLAIM_PAGES).await?;
+        if pages == 0 {
+            return Ok(total);
+        }
+        total += pages;
+        tokio::time::sleep(BETWEEN_BATCHES).await;
+    }
+}
 
 pub fn spawn(store: Arc<dyn Store>) {
     tokio::spawn(async move {
@@ -27,6 +43,12 @@ pub fn spawn(store: Arc<dyn Store>) {
                         "deleted run's data removed"
                     );
                     removed = 0;
+                    match reclaim(store.as_ref()).await {
+                        Ok(0) => {}
+                        Ok(pages) => tracing::info!(pages, "space given back to the file system"),
+                        Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
+                            "the freed space could not be given back; it will be reused"),
+                    }
                 }
                 Ok(Some(step)) => {
                     removed = removed.saturating_add(step.rows);

@@ -333,6 +333,11 @@ pub trait Ingest: Send + Sync {
     /// Removes at most `limit` rows of a deleted run's data, in a transaction of
     /// its own; `None` when no run is waiting. Resumes after a crash.
     async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>>;
+    /// Gives back to the file system at most `pages` of the space removed rows left
+    /// free: on SQLite, a database made with incremental auto-vacuum (every one since
+    /// migration 16) shrinks; elsewhere, and on older SQLite files, the space is reused
+    /// by later writes and this does nothing. Answers the pages given back.
+    async fn reclaim_space(&self, pages: u32) -> StoreResult<u64>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 use sqlx::{Sqlite, Transaction};
 use tokio::sync::oneshot;
@@ -96,6 +97,9 @@ impl SqliteStore {
             .connect_with(
                 options
                     .clone()
+                    // Takes effect on a new file only (before its first table): space
+                    // freed by a deleted run can then be given back (`reclaim_space`).
+                    .auto_vacuum(SqliteAutoVacuum::Incremental)
                     .pragma("cache_size", format!("-{WRITER_CACHE_KIB}"))
                     .pragma("wal_autocheckpoint", CHECKPOINT_PAGES.to_string()),
             )
@@ -462,6 +466,27 @@ impl Ingest for SqliteStore {
 
     async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>> {
         run_deletion::purge_step(&self.writer, limit).await
+    }
+
+    async fn reclaim_space(&self, pages: u32) -> StoreResult<u64> {
+        let mut conn = self.writer.acquire().await?;
+        let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+            .fetch_one(&mut *conn)
+            .await?;
+        // 2 is INCREMENTAL; a file made before it was asked for keeps NONE.
+        if mode != 2 {
+            return Ok(0);
+        }
+        let free = || sqlx::query_scalar::<_, i64>("PRAGMA freelist_count");
+        let before = free().fetch_one(&mut *conn).await?;
+        if before == 0 {
+            return Ok(0);
+        }
+        sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
+            .execute(&mut *conn)
+            .await?;
+        let after = free().fetch_one(&mut *conn).await?;
+        Ok(u64::try_from(before - after).unwrap_or(0))
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {

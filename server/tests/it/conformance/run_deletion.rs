@@ -206,3 +206,54 @@ on_both!(tokio::test, |t| t;
     a_deleted_run_leaves_every_read_at_once_and_its_rows_go_in_batches,
     a_deletion_resumes_after_a_restart,
 );
+
+/// On SQLite, a new database gives the space of a deleted run back to the file
+/// system, not only to later writes.
+#[tokio::test]
+async fn a_deleted_runs_space_goes_back_to_the_file_system() {
+    let t = crate::common::sqlite().await;
+    let s = &t.store;
+    run(s, "big").await;
+    let body = "x".repeat(2_000);
+    for n in 0..40 {
+        let trace = format!("t{n}");
+        let mut events = vec![open(&trace, "root", None, "rollout", 1)];
+        for c in 0..50 {
+            let span = format!("s{c}");
+            events.push(with(
+                open(&trace, &span, Some("root"), "model", 2),
+                json!({"input": format!("{body}{n}-{c}")}),
+            ));
+            events.push(close(&trace, &span, "ok", 3));
+        }
+        events.push(close(&trace, "root", "ok", 4));
+        crate::common::write(s, "big", &events).await;
+    }
+    let size = || async {
+        t.execute("PRAGMA wal_checkpoint(TRUNCATE)").await;
+        let path = t.url.trim_start_matches("sqlite:").to_string();
+        std::fs::metadata(path).expect("the file").len()
+    };
+    assert_eq!(t.count("PRAGMA auto_vacuum").await, 2, "incremental");
+    let full = size().await;
+    assert!(full > 4_000_000, "{full} bytes");
+
+    s.delete_run("big", 10).await.unwrap();
+    while let Some(step) = s.purge_step(2_000).await.unwrap() {
+        if step.done {
+            break;
+        }
+    }
+    let mut pages = 0;
+    loop {
+        let given = s.reclaim_space(500).await.unwrap();
+        if given == 0 {
+            break;
+        }
+        assert!(given <= 500);
+        pages += given;
+    }
+    assert!(pages > 0);
+    let emptied = size().await;
+    assert!(emptied < full / 4, "{full} bytes before, {emptied} after");
+}
