@@ -75,3 +75,20 @@ test("pages carry a script policy with a nonce, and the app hydrates under it", 
   await expect(page.getByRole("row", { name: /shared run/ })).toBeVisible();
   await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
 });
+
+test("a session without an admin key is told it cannot delete a run, and the run stays", async ({ page, consoleErrors }) => {
+  await page.goto(`/runs/${RUN}`);
+  await page.getByLabel("API key").fill(WRITE_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(`${BASE}/runs/${RUN}`);
+  await live(page);
+  await page.getByText("Delete this run").click();
+  await page.getByRole("textbox", { name: /Type the run's name/ }).fill("shared run");
+  await page.getByRole("button", { name: "Delete run" }).click();
+  await expect(page.getByRole("alert")).toHaveText("The run was not deleted: deleting a run takes an admin key");
+  // The browser logs the refused request itself; that one is expected.
+  expect(consoleErrors).toEqual(["Failed to load resource: the server responded with a status of 403 (Forbidden)"]);
+  consoleErrors.splice(0, 1);
+  await page.reload();
+  await expect(page.getByRole("heading", { name: /shared run/ })).toBeVisible();
+});
