@@ -14,19 +14,19 @@ pub const BATCH_ROWS: usize = 2_000;
 const BETWEEN_BATCHES: Duration = Duration::from_millis(5);
 /// How often the queue is looked at when it is empty.
 const IDLE: Duration = Duration::from_secs(1);
-/// Pages (4 KiB each) given back to the file system at a time.
-pub const RECLAIM_PAGES: u32 = 2_000;
+/// Database pages (4 KiB unless the file says otherwise) given back at a time.
+const RECLAIM_PAGES: u32 = 2_000;
 
-/// Gives back the space a deleted run's rows left, a few MiB at a time; the pages
+/// Gives back the space a deleted run's rows left, a few MiB at a time; the bytes
 /// given back.
 pub async fn reclaim(store: &dyn Store) -> crate::store::StoreResult<u64> {
-    let mut total = 0;
+    let mut total: u64 = 0;
     loop {
-        let pages = store.reclaim_space(RECLAIM_PAGES).await?;
-        if pages == 0 {
+        let bytes = store.reclaim_space(RECLAIM_PAGES).await?;
+        if bytes == 0 {
             return Ok(total);
         }
-        total += pages;
+        total = total.saturating_add(bytes);
         tokio::time::sleep(BETWEEN_BATCHES).await;
     }
 }
@@ -45,7 +45,7 @@ pub fn spawn(store: Arc<dyn Store>) {
                     removed = 0;
                     match reclaim(store.as_ref()).await {
                         Ok(0) => {}
-                        Ok(pages) => tracing::info!(pages, "space given back to the file system"),
+                        Ok(bytes) => tracing::info!(bytes, "space given back to the file system"),
                         Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
                             "the freed space could not be given back; it will be reused"),
                     }

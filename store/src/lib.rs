@@ -171,25 +171,25 @@ pub struct IdempotencyRecord {
 pub struct Receipt {
     pub key: String,
     pub fingerprint: String,
-    pub run_id: Option<String>,
 }
 
 impl Receipt {
-    /// The record that answers a retry of the request.
-    pub fn record(&self, answer: &BatchResponse) -> StoreResult<IdempotencyRecord> {
+    /// The record that answers a retry of the request, a write to `run_id`.
+    pub fn record(&self, run_id: &str, answer: &BatchResponse) -> StoreResult<IdempotencyRecord> {
         let response = serde_json::to_string(answer)
             .map_err(|e| StoreError::Corrupt(format!("answer not serialisable: {e}")))?;
-        Ok(self.answered(response))
+        Ok(self.answered(run_id, response))
     }
 
-    /// The record of a successful request answered with `response` (JSON text).
-    pub fn answered(&self, response: String) -> IdempotencyRecord {
+    /// The record of a successful write to `run_id` answered with `response` (JSON
+    /// text).
+    pub fn answered(&self, run_id: &str, response: String) -> IdempotencyRecord {
         IdempotencyRecord {
             key: self.key.clone(),
             fingerprint: self.fingerprint.clone(),
             status: 200,
             response,
-            run_id: self.run_id.clone(),
+            run_id: Some(run_id.to_string()),
         }
     }
 }
@@ -336,7 +336,7 @@ pub trait Ingest: Send + Sync {
     /// Gives back to the file system at most `pages` of the space removed rows left
     /// free: on SQLite, a database made with incremental auto-vacuum (every one since
     /// migration 16) shrinks; elsewhere, and on older SQLite files, the space is reused
-    /// by later writes and this does nothing. Answers the pages given back.
+    /// by later writes and this does nothing. Answers the bytes given back.
     async fn reclaim_space(&self, pages: u32) -> StoreResult<u64>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.

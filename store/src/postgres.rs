@@ -298,7 +298,7 @@ impl Ingest for PostgresStore {
         }
         let answer = batch.parsed.with_warnings(warnings);
         if let Some(receipt) = &batch.receipt {
-            let record = receipt.record(&answer)?;
+            let record = receipt.record(run_id, &answer)?;
             run(&mut tx, |q| {
                 statements::idempotency_insert(q, std::slice::from_ref(&record), now)
             })

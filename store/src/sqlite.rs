@@ -366,7 +366,7 @@ async fn write_together(
         }
         for a in run.answers(std::mem::take(&mut plan.warnings)) {
             if let Some(receipt) = a.receipt {
-                let record = receipt.record(&a.answer)?;
+                let record = receipt.record(&run.run_id, &a.answer)?;
                 answered.insert(record.key.clone(), record.clone());
                 records.push(record);
             }
@@ -486,7 +486,10 @@ impl Ingest for SqliteStore {
             .execute(&mut *conn)
             .await?;
         let after = free().fetch_one(&mut *conn).await?;
-        Ok(u64::try_from(before - after).unwrap_or(0))
+        let page_bytes: i64 = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok(u64::try_from(before.saturating_sub(after).saturating_mul(page_bytes)).unwrap_or(0))
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
@@ -555,7 +558,6 @@ mod tests {
             receipt: Some(Receipt {
                 key: key.into(),
                 fingerprint: format!("of {span}"),
-                run_id: Some("r1".into()),
             }),
         }
     }

@@ -173,11 +173,9 @@ async fn write_events(
     // up in the write's own transaction (two requests racing with one key write
     // once), so a replay is decoded like any request first.
     let scope = format!("events/{run_id}");
-    let of_run = run_id.clone();
-    let batch =
-        tokio::task::spawn_blocking(move || decode_events(&headers, &of_run, &scope, &bytes))
-            .await
-            .map_err(|e| ApiError::Internal(Box::new(e)))??;
+    let batch = tokio::task::spawn_blocking(move || decode_events(&headers, &scope, &bytes))
+        .await
+        .map_err(|e| ApiError::Internal(Box::new(e)))??;
     let fingerprint = batch.receipt.as_ref().map(|r| r.fingerprint.clone());
     match state.store.write_batch(&run_id, batch, now_us()).await? {
         Written::Stored(answer) => Ok(Json(answer).into_response()),
@@ -187,13 +185,8 @@ async fn write_events(
 
 /// The valid events of a request, what was wrong with the others, and the receipt
 /// the answer is to be kept under (in the events' own transaction).
-fn decode_events(
-    headers: &HeaderMap,
-    run_id: &str,
-    scope: &str,
-    bytes: &[u8],
-) -> ApiResult<EventBatch> {
-    let receipt = receipt(headers, run_id, scope, bytes)?;
+fn decode_events(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<EventBatch> {
+    let receipt = receipt(headers, scope, bytes)?;
     let (events, parsed) = match decode_valid_events(bytes)? {
         Some(decoded) => decoded,
         None => {
@@ -281,26 +274,20 @@ where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = ApiResult<Value>>,
 {
-    let receipt = receipt(headers, run_id, scope, bytes)?;
+    let receipt = receipt(headers, scope, bytes)?;
     if let Some(replayed) = replay(state, receipt.as_ref()).await? {
         return Ok(replayed);
     }
     let value = write().await?;
     if let Some(receipt) = receipt {
-        let record = receipt.answered(value.to_string());
+        let record = receipt.answered(run_id, value.to_string());
         state.store.idempotency_put(&record, now_us()).await?;
     }
     Ok(Json(value).into_response())
 }
 
-/// The request's Idempotency-Key with a fingerprint of what it asks (a write to
-/// `run_id`), if it has one.
-fn receipt(
-    headers: &HeaderMap,
-    run_id: &str,
-    scope: &str,
-    bytes: &[u8],
-) -> ApiResult<Option<Receipt>> {
+/// The request's Idempotency-Key with a fingerprint of what it asks, if it has one.
+fn receipt(headers: &HeaderMap, scope: &str, bytes: &[u8]) -> ApiResult<Option<Receipt>> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -322,11 +309,7 @@ fn receipt(
     hasher.update(&[0]);
     hasher.update(bytes);
     let fingerprint = format!("x3:{:032x}", hasher.digest128());
-    Ok(Some(Receipt {
-        key,
-        fingerprint,
-        run_id: Some(run_id.to_string()),
-    }))
+    Ok(Some(Receipt { key, fingerprint }))
 }
 
 /// The answer kept under the receipt's key, replayed (or 422 for another body), if

@@ -56,7 +56,6 @@ fn keyed_batch(events: &[serde_json::Value], key: &str) -> EventBatch {
         receipt: Some(Receipt {
             key: key.into(),
             fingerprint: format!("fingerprint of {key}"),
-            run_id: None,
         }),
     }
 }
