@@ -93,3 +93,18 @@ test.describe("before hydration", () => {
     await expect(page.getByLabel("Filter runs")).toHaveValue("grpo");
   });
 });
+
+test("a project's retention policy reads above its runs", async ({ page, request }) => {
+  await createRun(request, "e2e-retained", "retention-e2e", "kept a month");
+  const set = await request.put("/api/projects/retention-e2e/retention", {
+    data: { traces_days: 30, metrics: "keep" },
+  });
+  expect(set.status()).toBe(200);
+  await page.goto("/?project=retention-e2e");
+  await expect(page.getByText("Retention: traces kept 30 days, metrics kept")).toBeVisible();
+  await page.screenshot({ path: "test-results/runs-retention.png", fullPage: false });
+  // A project without a policy says nothing of it.
+  await page.goto("/?project=cartpole");
+  await expect(page.getByRole("table").getByRole("row", { name: /ppo-seed-1/ })).toBeVisible();
+  await expect(page.getByText(/^Retention:/)).toHaveCount(0);
+});

@@ -34,6 +34,8 @@ enum Command {
     Keys(crate::keys::KeysArgs),
     /// Delete runs (straight on the database; a running server sees it at once).
     Runs(crate::run_admin::RunsArgs),
+    /// Keep a project's traces for so many days (straight on the database).
+    Retention(crate::retention_admin::RetentionArgs),
     /// Write a run's spans (bodies included) as JSON lines, one span a line.
     Export(crate::transfer::ExportArgs),
     /// Send spans written by `export` to a server.
@@ -195,6 +197,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => runtime.block_on(serve_command(args)),
         Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
         Command::Runs(args) => runtime.block_on(crate::run_admin::run_command(args)),
+        Command::Retention(args) => runtime.block_on(crate::retention_admin::run_command(args)),
         Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
         Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
         Command::Seal(args) => seal(args),
@@ -245,7 +248,6 @@ pub fn main() -> ExitCode {
 async fn serve_command(args: ServeArgs) -> Outcome {
     let (url, store) = open_store(&args.data_dir, args.database_url.as_deref()).await?;
     prune_old_records(store.clone());
-    crate::purge::spawn(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
         && store
@@ -255,7 +257,8 @@ async fn serve_command(args: ServeArgs) -> Outcome {
             .context("cannot read the database")?
             .runs
             .is_empty();
-    let mut state = AppState::new(store);
+    let mut state = AppState::new(store.clone());
+    crate::purge::spawn(store, state.retention_changed.clone());
     state.api_keys = Arc::new(api_keys(&args)?);
     state.allowed_hosts = Arc::new(
         args.allowed_hosts

@@ -10,6 +10,7 @@ pub mod http;
 pub mod keys;
 pub mod otlp;
 pub mod purge;
+pub mod retention_admin;
 pub mod run_admin;
 pub mod serve;
 pub mod site;

@@ -1,10 +1,13 @@
-//! Removes deleted runs' data in the background, a bounded batch at a time, for as
-//! long as the server runs. A run deleted before a crash is picked up again here on
-//! the next start (its `deleted_runs` row stays until the last batch).
+//! Removes data in the background, a bounded batch at a time, for as long as the
+//! server runs: deleted runs' data first, then each project's traces past its
+//! retention window. A run deleted before a crash is picked up again here on the
+//! next start (its `deleted_runs` row stays until the last batch); retention needs
+//! no such care, as each of its steps is whole.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::http::now_us;
 use crate::store::Store;
 
 /// Rows a batch removes at most: one short transaction, so a write of another run
@@ -31,10 +34,24 @@ pub async fn reclaim(store: &dyn Store) -> crate::store::StoreResult<u64> {
     }
 }
 
-pub fn spawn(store: Arc<dyn Store>) {
+/// How often retention looks for traces past a window once it has found none.
+const RETENTION_IDLE: Duration = Duration::from_secs(30);
+
+/// What retention removed since it last said so.
+#[derive(Default)]
+struct Tally {
+    traces: u64,
+    spans: u64,
+    runs: u64,
+}
+
+pub fn spawn(store: Arc<dyn Store>, retention_changed: Arc<tokio::sync::Notify>) {
     tokio::spawn(async move {
         let mut removed: u64 = 0;
+        let mut tally = Tally::default();
+        let mut next_retention = Instant::now();
         loop {
+            // Deleted runs first: their ids wait on it.
             match store.purge_step(BATCH_ROWS).await {
                 Ok(Some(step)) if step.done => {
                     tracing::info!(
@@ -43,24 +60,63 @@ pub fn spawn(store: Arc<dyn Store>) {
                         "deleted run's data removed"
                     );
                     removed = 0;
-                    match reclaim(store.as_ref()).await {
-                        Ok(0) => {}
-                        Ok(bytes) => tracing::info!(bytes, "space given back to the file system"),
-                        Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
-                            "the freed space could not be given back; it will be reused"),
-                    }
+                    give_back(store.as_ref()).await;
+                    continue;
                 }
                 Ok(Some(step)) => {
                     removed = removed.saturating_add(step.rows);
                     tokio::time::sleep(BETWEEN_BATCHES).await;
+                    continue;
                 }
-                Ok(None) => tokio::time::sleep(IDLE).await,
+                Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(error = %crate::failure::chain(&e),
                         "a deleted run's data could not be removed; retrying");
-                    tokio::time::sleep(IDLE).await;
                 }
+            }
+            if Instant::now() >= next_retention {
+                match store.retention_step(BATCH_ROWS, now_us()).await {
+                    Ok(Some(step)) => {
+                        tally.traces = tally.traces.saturating_add(step.traces);
+                        tally.spans = tally.spans.saturating_add(step.spans);
+                        tally.runs = tally.runs.saturating_add(u64::from(step.run_deleted));
+                        tokio::time::sleep(BETWEEN_BATCHES).await;
+                        continue;
+                    }
+                    Ok(None) => {
+                        if tally.traces > 0 || tally.spans > 0 || tally.runs > 0 {
+                            tracing::info!(
+                                traces = tally.traces,
+                                spans = tally.spans,
+                                runs = tally.runs,
+                                "retention removed what was past its window"
+                            );
+                            tally = Tally::default();
+                            give_back(store.as_ref()).await;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
+                        "retention could not remove traces past their window; retrying"),
+                }
+                next_retention = Instant::now() + RETENTION_IDLE;
+            }
+            // A policy set over the API is applied at once.
+            if tokio::time::timeout(IDLE, retention_changed.notified())
+                .await
+                .is_ok()
+            {
+                next_retention = Instant::now();
             }
         }
     });
+}
+
+/// Gives the freed space back, saying so.
+async fn give_back(store: &dyn Store) {
+    match reclaim(store).await {
+        Ok(0) => {}
+        Ok(bytes) => tracing::info!(bytes, "space given back to the file system"),
+        Err(e) => tracing::warn!(error = %crate::failure::chain(&e),
+            "the freed space could not be given back; it will be reused"),
+    }
 }

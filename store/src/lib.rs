@@ -28,6 +28,7 @@ mod metric_summaries;
 mod migrations;
 mod postgres;
 mod reader;
+mod retention;
 mod rows;
 mod run_deletion;
 mod run_list;
@@ -41,6 +42,7 @@ mod trace_list;
 
 use async_trait::async_trait;
 use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
+use treeline_wire::retention::RetentionPolicy;
 use treeline_wire::{
     BatchResponse, MetricPoint, RunFinish, RunUpsert, SpanEvent, SpanStatus, Warning,
 };
@@ -281,6 +283,18 @@ pub struct Purged {
     pub done: bool,
 }
 
+/// One step of retention.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expired {
+    pub project: String,
+    pub run_id: String,
+    /// Traces removed (0 while a large trace's spans go first).
+    pub traces: u64,
+    pub spans: u64,
+    /// The run was left without traces and deleted (`metrics: drop`).
+    pub run_deleted: bool,
+}
+
 /// The write side. Every write is acknowledged only once it is durable, and every
 /// write can be repeated without changing what is stored.
 #[async_trait]
@@ -338,6 +352,19 @@ pub trait Ingest: Send + Sync {
     /// migration 16) shrinks; elsewhere, and on older SQLite files, the space is reused
     /// by later writes and this does nothing. Answers the bytes given back.
     async fn reclaim_space(&self, pages: u32) -> StoreResult<u64>;
+    /// Sets (`Some`) or clears the project's retention policy.
+    async fn set_retention(
+        &self,
+        project: &str,
+        policy: Option<&RetentionPolicy>,
+        now: i64,
+    ) -> StoreResult<()>;
+    /// One bounded step of every project's retention at `now`: about `limit` rows
+    /// of one run's closed traces past the window, each trace removed whole in one
+    /// transaction with the run's counts, or one run left empty deleted (as
+    /// [`Ingest::delete_run`] does) when its project drops such runs. `None` when
+    /// nothing is past any window. Open traces are never removed.
+    async fn retention_step(&self, limit: usize, now: i64) -> StoreResult<Option<Expired>>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(

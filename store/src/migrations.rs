@@ -94,6 +94,11 @@ const SQLITE: Embedded = Embedded(&[
         "run deletion",
         include_str!("../migrations/sqlite/0016_run_deletion.sql"),
     ),
+    (
+        17,
+        "retention",
+        include_str!("../migrations/sqlite/0017_retention.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -176,6 +181,11 @@ const POSTGRES: Embedded = Embedded(&[
         16,
         "run deletion",
         include_str!("../migrations/postgres/0016_run_deletion.sql"),
+    ),
+    (
+        17,
+        "retention",
+        include_str!("../migrations/postgres/0017_retention.sql"),
     ),
 ]);
 

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use sqlx::{Connection, Postgres, Transaction};
 use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
+use treeline_wire::retention::RetentionPolicy;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
@@ -18,8 +19,8 @@ use super::reader::{Reader, Reads};
 use super::rows;
 use super::run_deletion;
 use super::{
-    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Purged, Store,
-    StoreError, StoreResult, Written,
+    retention, run_writes, statements, EventBatch, Expired, Idempotency, IdempotencyRecord, Ingest,
+    Purged, Store, StoreError, StoreResult, Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -263,6 +264,19 @@ impl Ingest for PostgresStore {
 
     async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>> {
         run_deletion::purge_step(&self.pool, limit).await
+    }
+
+    async fn set_retention(
+        &self,
+        project: &str,
+        policy: Option<&RetentionPolicy>,
+        now: i64,
+    ) -> StoreResult<()> {
+        retention::set_policy(&self.pool, project, policy, now).await
+    }
+
+    async fn retention_step(&self, limit: usize, now: i64) -> StoreResult<Option<Expired>> {
+        retention::step(&self.pool, limit, now).await
     }
 
     // Autovacuum marks the space for reuse; PostgreSQL gives none back by itself.

@@ -1,5 +1,7 @@
 //! The read side, written once for both databases over [`Dialect`].
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use sqlx::Pool;
 use treeline_wire::{
@@ -10,6 +12,7 @@ use treeline_wire::{
 use treeline_wire::annotations::AnnotationList;
 use treeline_wire::changes::{Changes, ChangesQuery};
 use treeline_wire::groups::{Groups, GroupsQuery};
+use treeline_wire::retention::{RetentionPolicy, RetentionPreview};
 use treeline_wire::run_list::RunFields;
 use treeline_wire::stats::{Stats, StatsQuery};
 
@@ -34,6 +37,15 @@ pub const MAX_ANCESTORS: i64 = 100_000;
 pub trait Reads: Send + Sync {
     /// Every project with its run and trace counts, most recently updated first.
     async fn list_projects(&self) -> StoreResult<ProjectList>;
+    /// What `policy` would remove from `project` at `now`, counted: closed traces
+    /// past its window and their spans, the open ones it keeps, and (when it drops
+    /// runs) the runs that would go whole.
+    async fn retention_preview(
+        &self,
+        project: &str,
+        policy: &RetentionPolicy,
+        now: i64,
+    ) -> StoreResult<RetentionPreview>;
     /// Runs (of `project`, or all; whose name or id contains `search`, if given),
     /// each with the summary columns asked for: newest start first, paged by a
     /// keyset cursor, or sorted by a column (runs without its value last), paged by
@@ -393,11 +405,17 @@ impl<DB: Dialect> Reads for Reader<DB> {
                    FROM runs GROUP BY project ORDER BY MAX(updated_us) DESC",
             ))
             .await?;
+        let policies: HashMap<String, RetentionPolicy> = super::retention::policies(&self.pool)
+            .await?
+            .into_iter()
+            .collect();
         let projects = rows
             .iter()
             .map(|r| {
+                let name = r.req_text("project")?;
                 Ok(ProjectSummary {
-                    name: r.req_text("project")?,
+                    retention: policies.get(&name).copied(),
+                    name,
                     runs: r.req_int("runs")?,
                     traces: r.req_int("traces")?,
                     updated_us: r.req_int("updated_us")?,
@@ -405,6 +423,15 @@ impl<DB: Dialect> Reads for Reader<DB> {
             })
             .collect::<StoreResult<_>>()?;
         Ok(ProjectList { projects })
+    }
+
+    async fn retention_preview(
+        &self,
+        project: &str,
+        policy: &RetentionPolicy,
+        now: i64,
+    ) -> StoreResult<RetentionPreview> {
+        super::retention::preview(&self.pool, project, policy, now).await
     }
 
     async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList> {

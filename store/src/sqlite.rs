@@ -13,6 +13,7 @@ use sqlx::sqlite::{
 use sqlx::{Sqlite, Transaction};
 use tokio::sync::oneshot;
 use treeline_wire::annotations::{Annotation, Author, NoteWrite, Source};
+use treeline_wire::retention::RetentionPolicy;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
@@ -25,8 +26,8 @@ use super::reader::{Reader, Reads};
 use super::rows;
 use super::run_deletion;
 use super::{
-    run_writes, statements, EventBatch, Idempotency, IdempotencyRecord, Ingest, Purged, Store,
-    StoreError, StoreResult, Written,
+    retention, run_writes, statements, EventBatch, Expired, Idempotency, IdempotencyRecord, Ingest,
+    Purged, Store, StoreError, StoreResult, Written,
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
@@ -466,6 +467,19 @@ impl Ingest for SqliteStore {
 
     async fn purge_step(&self, limit: usize) -> StoreResult<Option<Purged>> {
         run_deletion::purge_step(&self.writer, limit).await
+    }
+
+    async fn set_retention(
+        &self,
+        project: &str,
+        policy: Option<&RetentionPolicy>,
+        now: i64,
+    ) -> StoreResult<()> {
+        retention::set_policy(&self.writer, project, policy, now).await
+    }
+
+    async fn retention_step(&self, limit: usize, now: i64) -> StoreResult<Option<Expired>> {
+        retention::step(&self.writer, limit, now).await
     }
 
     async fn reclaim_space(&self, pages: u32) -> StoreResult<u64> {

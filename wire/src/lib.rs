@@ -9,6 +9,7 @@ pub mod filter;
 pub mod groups;
 pub mod limits;
 pub mod query;
+pub mod retention;
 pub mod routes;
 pub mod run_compare;
 pub mod run_list;

@@ -13,6 +13,8 @@ pub const HEALTH: &str = "/healthz";
 pub const PROJECTS: &str = "/projects";
 /// A project's run of the day, for tracing without a run (as OTLP's spans do).
 pub const PROJECT_DAILY_RUN: &str = "/projects/{project}/daily-run";
+/// A project's retention policy: set (or tried, with `?dry_run=true`), or cleared.
+pub const PROJECT_RETENTION: &str = "/projects/{project}/retention";
 pub const RUNS: &str = "/runs";
 pub const RUN: &str = "/runs/{run_id}";
 pub const RUN_FINISH: &str = "/runs/{run_id}/finish";
@@ -54,6 +56,8 @@ pub const SESSION: &str = "/session";
 pub const ALL: &[(&str, &str)] = &[
     ("GET", PROJECTS),
     ("POST", PROJECT_DAILY_RUN),
+    ("PUT", PROJECT_RETENTION),
+    ("DELETE", PROJECT_RETENTION),
     ("GET", RUNS),
     ("GET", RUN),
     ("PUT", RUN),

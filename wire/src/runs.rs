@@ -153,6 +153,9 @@ pub struct ProjectSummary {
     pub runs: i64,
     pub traces: i64,
     pub updated_us: i64,
+    /// The project's retention policy; absent when it keeps everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retention: Option<crate::retention::RetentionPolicy>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

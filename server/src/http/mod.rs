@@ -15,6 +15,7 @@ pub mod ingest;
 mod insight;
 mod params;
 pub mod query;
+mod retention;
 mod run_compare;
 pub mod secret;
 pub mod shed;
@@ -28,7 +29,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::Router;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use treeline_wire::routes;
@@ -60,6 +61,9 @@ pub struct AppState {
     /// The runs OTLP and the daily-run route have placed, shared so both place a
     /// project's run of the day alike.
     pub daily_runs: Arc<crate::otlp::runs::Runs>,
+    /// Wakes the background removal (`crate::purge`) when a retention policy is
+    /// set, so the server applies it at once instead of at its next look.
+    pub retention_changed: Arc<tokio::sync::Notify>,
 }
 
 pub const DEFAULT_WINDOW_US: i64 = 7 * 24 * 3600 * 1_000_000;
@@ -77,6 +81,7 @@ impl AppState {
             body_budget: budget::new_budget(),
             signin_throttle: Arc::default(),
             auth_seen: Arc::default(),
+            retention_changed: Arc::default(),
             daily_runs: Arc::default(),
         }
     }
@@ -95,6 +100,10 @@ pub fn router(state: AppState) -> Router {
     let writes = ingest::router()
         .merge(annotations::writes())
         .route(routes::PROJECT_DAILY_RUN, post(daily::daily_run))
+        .route(
+            routes::PROJECT_RETENTION,
+            put(retention::set).delete(retention::clear),
+        )
         .route_layer(middleware::from_fn(guard::require_json))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),

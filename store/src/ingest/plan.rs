@@ -525,9 +525,9 @@ impl<L: Loader> Batch<'_, L> {
             let after = write.state.activity();
             if before != Some(after) {
                 if let Some(old) = before {
-                    count(&mut self.plan, old, -1);
+                    self.plan.count(old, -1);
                 }
-                count(&mut self.plan, after, 1);
+                self.plan.count(after, 1);
             }
             traces.push(write);
         }
@@ -537,21 +537,26 @@ impl<L: Loader> Batch<'_, L> {
     }
 }
 
-fn count(plan: &mut Plan, activity: Activity, sign: i64) {
-    let errored = sign * i64::from(activity.errored);
-    let running = sign * i64::from(activity.running);
-    plan.run.traces += sign;
-    plan.run.errored += errored;
-    plan.run.failed += sign * i64::from(activity.failed);
-    plan.run.running += running;
-    match activity.step {
-        Some(step) => {
-            let delta = plan.steps.entry(step).or_default();
-            delta.traces += sign;
-            delta.errored += errored;
-            delta.running += running;
+impl Plan {
+    /// Adds (`sign` 1) or takes away (-1) one trace's part in the run's counts and
+    /// its step's activity.
+    pub fn count(&mut self, activity: Activity, sign: i64) {
+        let plan = self;
+        let errored = sign * i64::from(activity.errored);
+        let running = sign * i64::from(activity.running);
+        plan.run.traces += sign;
+        plan.run.errored += errored;
+        plan.run.failed += sign * i64::from(activity.failed);
+        plan.run.running += running;
+        match activity.step {
+            Some(step) => {
+                let delta = plan.steps.entry(step).or_default();
+                delta.traces += sign;
+                delta.errored += errored;
+                delta.running += running;
+            }
+            None => plan.run.unstepped += sign,
         }
-        None => plan.run.unstepped += sign,
     }
 }
 

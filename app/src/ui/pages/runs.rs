@@ -63,6 +63,15 @@ pub fn RunsPage() -> impl IntoView {
                             }.into_any(),
                         };
                         let current = project().unwrap_or_default();
+                        let retention = list
+                            .iter()
+                            .find(|p| p.name == current)
+                            .and_then(|p| p.retention)
+                            .map(|policy| view! {
+                                <p class="retention" title="Closed traces not updated for longer are removed; open ones stay">
+                                    "Retention: " {policy.describe()}
+                                </p>
+                            });
                         view! {
                             <nav class="projects" aria-label="Projects">
                                 <a href="/" class:active=current.is_empty()>"All projects"</a>
@@ -75,6 +84,7 @@ pub fn RunsPage() -> impl IntoView {
                                     }
                                 }).collect_view()}
                             </nav>
+                            {retention}
                         }.into_any()
                     })}
                 </Suspense>

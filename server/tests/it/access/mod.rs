@@ -5,5 +5,6 @@
 mod annotations;
 mod cross_site;
 mod keys;
+mod retention;
 mod run_delete;
 mod signin;
