@@ -45,6 +45,18 @@ struct Tally {
     runs: u64,
 }
 
+/// [`reclaim`] for a command: says how much came back.
+pub async fn reclaim_saying(store: &dyn Store) -> crate::failure::Outcome {
+    use crate::failure::Context;
+    let bytes = reclaim(store)
+        .await
+        .context("cannot give the freed space back (it will be reused)")?;
+    if bytes > 0 {
+        println!("Gave {} MiB back to the file system.", bytes >> 20);
+    }
+    Ok(())
+}
+
 pub fn spawn(store: Arc<dyn Store>, retention_changed: Arc<tokio::sync::Notify>) {
     tokio::spawn(async move {
         let mut removed: u64 = 0;

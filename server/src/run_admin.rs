@@ -55,12 +55,7 @@ pub async fn run_command(args: RunsArgs) -> Outcome {
             }
             let _ = writeln!(err);
             println!("Removed run {run_id}'s data ({removed} rows); its id may be used again.");
-            let bytes = crate::purge::reclaim(store.as_ref())
-                .await
-                .context("cannot give the freed space back (it will be reused)")?;
-            if bytes > 0 {
-                println!("Gave {} MiB back to the file system.", bytes >> 20);
-            }
+            crate::purge::reclaim_saying(store.as_ref()).await?;
         }
     }
     Ok(())
