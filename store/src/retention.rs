@@ -11,6 +11,7 @@ use treeline_wire::retention::{MetricsRule, RetentionPolicy, RetentionPreview};
 
 use super::dialect::{Dialect, Sql};
 use super::ingest::{Activity, Plan};
+use super::rows;
 use super::rows::DbRow;
 use super::{run_deletion, statements, Expired, StoreResult};
 
@@ -197,27 +198,24 @@ async fn expire_in_run<DB: Dialect>(
     let mut tx = pool.begin().await?;
     // Ingest into the run holds this lock: the traces read here stay as read.
     DB::lock_run(&mut tx, run_id).await?;
-    let mut q = Sql::<DB>::new(
-        "SELECT trace_id, status, error_count, step, span_count FROM traces WHERE run_id = ",
-    );
+    // The trace's part in the counts is read as ingest reads it, so the two agree.
+    let mut q = Sql::<DB>::new(format!(
+        "SELECT {} FROM traces t WHERE t.run_id = ",
+        rows::TRACE_STATE_COLUMNS
+    ));
     q.bind(run_id)
-        .push(" AND updated_us < ")
+        .push(" AND t.updated_us < ")
         .bind(cutoff)
-        .push(" AND status <> 'running' ORDER BY updated_us, trace_id LIMIT ")
+        .push(" AND t.status <> 'running' ORDER BY t.updated_us, t.trace_id LIMIT ")
         .bind(TRACES_PER_STEP);
     let mut past = Vec::new();
     let mut spans: i64 = 0;
     for r in DB::fetch_all_in(&mut tx, q).await? {
-        let status = r.req_text("status")?;
+        let trace = rows::trace_state(&r)?;
         let one = Past {
-            trace_id: r.req_text("trace_id")?,
-            spans: r.req_int("span_count")?.max(1),
-            activity: Activity {
-                step: r.int("step")?,
-                errored: status == "error" || r.req_int("error_count")? > 0,
-                failed: status == "error",
-                running: false,
-            },
+            spans: trace.span_count.max(1),
+            activity: trace.activity(),
+            trace_id: trace.trace_id,
         };
         if !past.is_empty() && spans.saturating_add(one.spans) > limit {
             break;
@@ -237,11 +235,7 @@ async fn expire_in_run<DB: Dialect>(
             // Too large for one step: its annotations and spans go a batch at a
             // time first; the trace goes as a small one once they are gone.
             for table in ["annotations", "spans"] {
-                let key = if table == "spans" {
-                    "run_id, trace_id, span_id"
-                } else {
-                    "run_id, trace_id, span_id, name, author"
-                };
+                let key = run_deletion::key_of(table);
                 let mut q = Sql::<DB>::new(format!(
                     "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
                      WHERE run_id = "

@@ -62,6 +62,14 @@ pub(super) async fn delete_run<DB: Dialect>(
     Ok(Some(project))
 }
 
+/// The key of `table`'s rows, as [`TABLES`] lists it.
+pub(super) fn key_of(table: &str) -> &'static str {
+    TABLES
+        .iter()
+        .find(|(t, _)| *t == table)
+        .map_or("run_id", |(_, key)| key)
+}
+
 /// `RunPurging` when the run's data is still being removed.
 pub(super) async fn refuse_purging<DB: Dialect>(
     conn: &mut DB::Connection,
