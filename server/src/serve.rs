@@ -11,7 +11,7 @@ use axum::Router;
 use leptos::prelude::*;
 use leptos::reactive::owner::ArcStoredValue;
 use leptos::WasmSplitManifest;
-use leptos_axum::{generate_route_list, LeptosRoutes};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes};
 use tower_http::trace::TraceLayer;
 use treeline_app::{shell, App, SharedBackend};
 use treeline_wire::routes;
@@ -43,7 +43,7 @@ pub fn app(state: AppState, site: &Site, addr: SocketAddr) -> Router {
         let api = api.clone();
         move || page_context(&api, splits.clone())
     };
-    let routes = generate_route_list(App);
+    let routes = page_routes();
     let pages = Router::new()
         .leptos_routes_with_context(&options, routes, page_context.clone(), {
             let options = options.clone();
@@ -78,6 +78,15 @@ pub fn app(state: AppState, site: &Site, addr: SocketAddr) -> Router {
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("request", method = %req.method(), path = %req.uri().path())
         }).on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO)))
+}
+
+/// The dashboard's pages, listed once per process. Listing them runs the app with
+/// resource loading suppressed by a process-wide flag, so a page rendering on
+/// another thread meanwhile would wait forever on its data (leptos#4773); in-process
+/// tests build many routers beside pages being rendered.
+pub fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: std::sync::OnceLock<Vec<AxumRouteListing>> = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
 /// The route chunks' loader, under the name `treeline-bundle` gives it.

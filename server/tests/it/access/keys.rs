@@ -67,7 +67,7 @@ async fn every_route_needs_credentials_when_auth_is_on() {
             .is_some_and(|m| m.contains("/v1/traces")));
     }
     // Every page the dashboard has sends a signed-out browser to sign in.
-    let pages = leptos_axum::generate_route_list(treeline_app::App);
+    let pages = treeline_server::serve::page_routes();
     assert!(pages.len() >= 3);
     for page in pages {
         let path = filled(page.path());
