@@ -10,6 +10,7 @@ use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Pool, Postgres, Sqlite};
 
+use super::body_text::BodySearch;
 use super::rows::DbRow;
 
 /// One bound value. Values are bound where the database is a concrete type, so
@@ -308,6 +309,14 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         trace_id: &'a str,
         condition: &str,
     );
+
+    /// `FROM … WHERE …` of the body documents `d` (`run_id`, `trace_id`, `span_id`,
+    /// `field`) whose words match `search` in its scope, read from the index.
+    fn push_docs_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
+    /// The body documents as `d`, for a condition on their keys.
+    fn push_doc_table(q: &mut Sql<'_, Self>);
+    /// A condition: document `d` matches `search`.
+    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
 }
 
 /// SQLite's JSON path of a top-level key, quoted so that a dotted name is one key.
@@ -487,6 +496,24 @@ impl Dialect for Sqlite {
             .bind(trace_id)
             .push(format!(" AND {condition}"));
     }
+
+    // The index leads (CROSS JOIN keeps it first): a match, then its document's key.
+    fn push_docs_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        q.push(
+            "FROM span_words w CROSS JOIN span_docs d ON d.doc = w.rowid WHERE span_words MATCH ",
+        )
+        .bind(search.fts5(true));
+    }
+
+    fn push_doc_table(q: &mut Sql<'_, Self>) {
+        q.push("span_docs d");
+    }
+
+    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        q.push("EXISTS (SELECT 1 FROM span_words w WHERE w.rowid = d.doc AND span_words MATCH ")
+            .bind(search.fts5(false))
+            .push(")");
+    }
 }
 
 impl Dialect for Postgres {
@@ -657,5 +684,21 @@ impl Dialect for Postgres {
         .push(" AND s.trace_id = ")
         .bind(trace_id)
         .push(format!(" AND {condition} OFFSET 0) s"));
+    }
+
+    fn push_docs_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        q.push("FROM span_words d WHERE d.words @@ ")
+            .bind(search.tsquery(true))
+            .push("::tsquery");
+    }
+
+    fn push_doc_table(q: &mut Sql<'_, Self>) {
+        q.push("span_words d");
+    }
+
+    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        q.push("d.words @@ ")
+            .bind(search.tsquery(false))
+            .push("::tsquery");
     }
 }

@@ -12,6 +12,7 @@ pub mod ingest;
 
 mod access;
 mod annotations;
+mod body_text;
 mod changes;
 mod checkpoint;
 mod children;
@@ -226,6 +227,8 @@ pub struct TraceQuery {
     /// Bits of the kinds asked for; 0 for any.
     pub kinds: i64,
     pub terms: Vec<String>,
+    /// Words and phrases that one of a trace's bodies must hold.
+    pub text: Option<treeline_wire::text::TextQuery>,
     /// All must hold.
     pub filters: Vec<treeline_wire::filter::TraceFilter>,
     pub since_us: Option<i64>,

@@ -99,6 +99,11 @@ const SQLITE: Embedded = Embedded(&[
         "retention",
         include_str!("../migrations/sqlite/0017_retention.sql"),
     ),
+    (
+        18,
+        "text search",
+        include_str!("../migrations/sqlite/0018_text_search.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -186,6 +191,11 @@ const POSTGRES: Embedded = Embedded(&[
         17,
         "retention",
         include_str!("../migrations/postgres/0017_retention.sql"),
+    ),
+    (
+        18,
+        "text search",
+        include_str!("../migrations/postgres/0018_text_search.sql"),
     ),
 ]);
 

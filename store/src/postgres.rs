@@ -14,6 +14,7 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
 use super::annotations;
+use super::body_text;
 use super::dialect::{Dialect, Sql};
 use super::reader::{Reader, Reads};
 use super::rows;
@@ -167,6 +168,13 @@ async fn write_plan(
 ) -> StoreResult<()> {
     for chunk in plan.spans.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::span_upsert(q, run_id, chunk)).await?;
+    }
+    let docs = body_text::docs(&plan.spans);
+    for chunk in docs.chunks(body_text::DOC_CHUNK) {
+        run(tx, |q| {
+            body_text::postgres_upsert(q, run_id, project, chunk)
+        })
+        .await?;
     }
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;

@@ -198,6 +198,7 @@ pub(super) fn trace_summary(r: &impl DbRow) -> StoreResult<TraceSummary> {
         duration_us,
         updated_us: t.updated_us,
         notes: Vec::new(),
+        text_match: None,
     })
 }
 

@@ -6,6 +6,7 @@
 //! matches nothing ends the query at once; one that matches a few names or ids
 //! becomes a list of them.
 
+use super::body_text::{BodySearch, TextTraces};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::{self, DbRow};
@@ -35,6 +36,9 @@ pub(super) enum Term<'q> {
         names: Vec<String>,
         traces: Vec<(String, String)>,
     },
+    /// A body search matching too many traces to list: tested on each trace read
+    /// (it then matches often, so a page fills soon).
+    Text(BodySearch<'q>),
 }
 
 impl Term<'_> {
@@ -58,6 +62,17 @@ impl<DB: Dialect> Reader<DB> {
                 return Ok(None);
             }
             terms.push(resolved);
+        }
+        if let Some(text) = &query.text {
+            let search = BodySearch::new(query, text);
+            match self.text_traces(&search, query).await? {
+                TextTraces::Listed(traces) if traces.is_empty() => return Ok(None),
+                TextTraces::Listed(traces) => terms.push(Term::Listed {
+                    names: Vec::new(),
+                    traces,
+                }),
+                TextTraces::Many => terms.push(Term::Text(search)),
+            }
         }
         match self.resolve_filters(query).await? {
             Some(listed) => terms.extend(listed),
@@ -170,6 +185,13 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                     push_keys(q, traces);
                     q.push(")");
                 }
+            }
+            Term::Text(search) => {
+                q.push("EXISTS (SELECT 1 FROM ");
+                DB::push_doc_table(q);
+                q.push(" WHERE d.run_id = t.run_id AND d.trace_id = t.trace_id AND ");
+                DB::push_doc_matches(q, search);
+                q.push(")");
             }
         }
         q.push(")");

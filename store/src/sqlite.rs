@@ -18,6 +18,7 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
 use super::annotations;
+use super::body_text;
 use super::checkpoint::{self, Kick};
 use super::dialect::Sql;
 use super::group::{GroupCommit, Refused};
@@ -193,16 +194,24 @@ impl Loader for SqliteLoader<'_, '_> {
     }
 }
 
-/// Upserts a plan's spans in multi-row statements of up to `SPAN_CHUNK` rows. Groups
-/// of similar size repeat row counts, so these statements stay prepared.
+/// Upserts a plan's spans in multi-row statements of up to `SPAN_CHUNK` rows, then
+/// their bodies' words. Groups of similar size repeat row counts, so these
+/// statements stay prepared.
 async fn insert_spans(
     tx: &mut Transaction<'_, Sqlite>,
     run_id: &str,
+    project: &str,
     plan: &Plan,
 ) -> StoreResult<()> {
     for chunk in plan.spans.chunks(SPAN_CHUNK) {
         let mut q = Sql::<Sqlite>::new("");
         statements::span_upsert(&mut q, run_id, chunk);
+        q.query()?.execute(&mut **tx).await?;
+    }
+    let docs = body_text::docs(&plan.spans);
+    for chunk in docs.chunks(body_text::DOC_CHUNK) {
+        let mut q = Sql::<Sqlite>::new("");
+        body_text::sqlite_upsert(&mut q, run_id, project, chunk);
         q.query()?.execute(&mut **tx).await?;
     }
     Ok(())
@@ -363,7 +372,7 @@ async fn write_together(
                 run_id: &run.run_id,
             };
             plan = plan_batch(loader, events, run.now).await?;
-            insert_spans(&mut tx, &run.run_id, &plan).await?;
+            insert_spans(&mut tx, &run.run_id, &run.project, &plan).await?;
         }
         for a in run.answers(std::mem::take(&mut plan.warnings)) {
             if let Some(receipt) = a.receipt {

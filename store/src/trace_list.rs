@@ -7,6 +7,7 @@
 use treeline_wire::filter::{Field, Op, SpanField, Test, Total, TraceFilter, Value};
 use treeline_wire::{SpanStatus, TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
+use super::body_text::BodySearch;
 use super::dialect::{Dialect, Sql};
 use super::reader::{Keyset, Reader};
 use super::rows::{self, DbRow, TRACE_COLUMNS};
@@ -52,6 +53,10 @@ impl<DB: Dialect> Reader<DB> {
             _ => (page.await?, None),
         };
         self.add_chips(&mut traces).await?;
+        if let Some(text) = &query.text {
+            self.add_text_matches(&mut traces, &BodySearch::new(query, text))
+                .await?;
+        }
         let counted = match &next_cursor {
             _ if query.cursor.is_some() => None,
             None => Some(traces.len() as i64),

@@ -14,6 +14,7 @@ pub mod routes;
 pub mod run_compare;
 pub mod run_list;
 pub mod stats;
+pub mod text;
 
 mod compare;
 pub mod contract;

@@ -6,6 +6,7 @@
 
 use crate::filter::{TraceFilter, ATTR_PREFIX, MAX_FILTERS, NOTE_PREFIX};
 use crate::limits::{MAX_SEARCH_TERMS, TRACES_PAGE_MAX};
+use crate::text::TextQuery;
 use crate::{check_id, Invalid, SpanKind, SpanStatus};
 
 /// The order of a trace list.
@@ -86,6 +87,8 @@ pub struct ListQuery {
     pub kinds: Vec<SpanKind>,
     /// Search terms, all of which must match.
     pub terms: Vec<String>,
+    /// Words and phrases one of a trace's span bodies must hold (`text`).
+    pub text: Option<TextQuery>,
     /// All must hold.
     pub filters: Vec<TraceFilter>,
     pub since_us: Option<i64>,
@@ -245,6 +248,7 @@ impl ListQuery {
                 ),
             ));
         }
+        let text = p.text("text").map(TextQuery::parse).transpose()?;
         let given = p.all("filter").count();
         if given > MAX_FILTERS {
             return Err(Invalid::new(
@@ -274,6 +278,7 @@ impl ListQuery {
             statuses,
             kinds,
             terms,
+            text,
             filters,
             since_us,
             until_us,
@@ -309,6 +314,7 @@ impl ListQuery {
                 comma(self.kinds.iter().map(|k| k.as_str()).collect()),
             ),
             ("q", (!self.terms.is_empty()).then(|| self.terms.join(" "))),
+            ("text", self.text.as_ref().map(|t| t.raw.clone())),
         ];
         pairs.extend(self.filters.iter().map(|f| ("filter", Some(f.to_string()))));
         pairs.extend([
@@ -346,6 +352,7 @@ mod tests {
             statuses: vec![SpanStatus::Error, SpanStatus::Ok],
             kinds: vec![SpanKind::Model, SpanKind::Tool],
             terms: vec!["physics".into(), "t=3".into()],
+            text: Some(TextQuery::parse(r#""I cannot" & Traceback+"#).unwrap()),
             filters: vec![
                 TraceFilter::parse("attr.reward < 0.5").unwrap(),
                 TraceFilter::parse(r#"attr.task = "a b&c=d""#).unwrap(),

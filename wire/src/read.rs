@@ -33,6 +33,9 @@ pub struct TraceSummary {
     /// lists only, and absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<crate::annotations::NoteChip>,
+    /// Where its bodies matched a `text=` search; in such lists only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_match: Option<crate::text::TextMatch>,
 }
 
 /// The root attribute in which an SDK counts the spans of a trace it had to drop

@@ -48,6 +48,7 @@ pub(super) fn trace_query(list: ListQuery, run_id: Option<String>) -> ApiResult<
         statuses: list.statuses,
         kinds: SpanKind::bits_of(&list.kinds),
         terms: list.terms,
+        text: list.text,
         filters: list.filters,
         since_us: list.since_us,
         until_us: list.until_us,

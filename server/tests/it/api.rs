@@ -475,6 +475,33 @@ async fn trace_lists_report_their_window_and_limit_search_terms(t: TestStore) {
         StatusCode::BAD_REQUEST,
         "invalid_cursor",
     );
+    let mut opened = event("open", "t2", "root");
+    opened["input"] = json!({"prompt": "the tool printed a Traceback"});
+    api.send(
+        "POST",
+        "/runs/r1/traces/events",
+        json!({"events": [opened]}),
+    )
+    .await;
+    let found = api.get("/runs/r1/traces?text=%22a+traceback%22").await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.body);
+    assert_eq!(found.body["traces"].as_array().map(Vec::len), Some(1));
+    let hit = &found.body["traces"][0]["text_match"];
+    assert_eq!(
+        (hit["span_id"].as_str(), hit["field"].as_str()),
+        (Some("root"), Some("input"))
+    );
+    assert_eq!(
+        hit["snippet"][1],
+        json!({"text": "a Traceback", "hit": true})
+    );
+    for bad in ["%22%22", "!!!", &"w+".repeat(17)] {
+        let reply = api.get(&format!("/runs/r1/traces?text={bad}")).await;
+        assert_error(&reply, StatusCode::BAD_REQUEST, "invalid_text");
+        assert!(reply.body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("text ")));
+    }
 }
 
 async fn trace_filters_are_checked_and_applied_and_attribute_keys_listed(t: TestStore) {

@@ -18,4 +18,5 @@ mod run_columns;
 mod run_deletion;
 mod runs;
 mod span_tree;
+mod text_search;
 mod trace_lists;

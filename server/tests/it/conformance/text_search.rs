@@ -1,0 +1,309 @@
+//! Searching the words of span bodies (`text=`): words and quoted phrases, any case
+//! and script, inputs, outputs and errors (chat contents included, keys not), long
+//! bodies, other filters beside it, paging, scope, where each trace matched, and a
+//! span's words gone with its run.
+
+use crate::common::on_both;
+use crate::common::{close, open, with, write, TestStore};
+use serde_json::{json, Value};
+use treeline_server::store::{TraceQuery, TraceSort};
+use treeline_wire::text::{BodyField, TextQuery};
+use treeline_wire::{RunUpsert, SpanStatus};
+
+use super::S;
+
+fn in_project(project: &str) -> RunUpsert {
+    RunUpsert {
+        project: project.into(),
+        ..Default::default()
+    }
+}
+
+/// A trace of a root and one `llm` child, `bodies` set on the child's open (input)
+/// and close (output, error), the root closed with `status`.
+fn trace(id: &str, input: Value, output: Value, status: &str) -> Vec<Value> {
+    let mut close_child = close(id, "llm", status, 30);
+    if !output.is_null() {
+        close_child = with(close_child, json!({ "output": output }));
+    }
+    vec![
+        with(open(id, "root", None, "rollout", 10), json!({"step": 1})),
+        with(
+            open(id, "llm", Some("root"), "model", 20),
+            json!({ "input": input }),
+        ),
+        close_child,
+        close(id, "root", status, 40),
+    ]
+}
+
+async fn fill(s: &S) {
+    s.upsert_run("r1", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r2", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r3", &in_project("beta"), 1).await.unwrap();
+    let chat = json!({"messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Solve for x"},
+    ]});
+    let long = format!("{} needle at the end", "filler ".repeat(3_000));
+    let mut r1 = Vec::new();
+    r1.extend(trace(
+        "t1",
+        chat,
+        json!({"content": "Sorry, I CANNOT do that."}),
+        "ok",
+    ));
+    r1.extend(trace(
+        "t2",
+        json!("plan"),
+        json!("I can do it; cannot wait"),
+        "error",
+    ));
+    r1.extend(trace(
+        "t4",
+        json!("Grüße aus München, Ελλάδα"),
+        Value::Null,
+        "ok",
+    ));
+    r1.extend(trace("t5", json!(long), Value::Null, "ok"));
+    let mut t3 = trace("t3", json!("run the tool"), Value::Null, "error");
+    t3[2] = with(
+        close("t3", "llm", "error", 30),
+        json!({"error": {"type": "KeyError", "message": "Traceback (most recent call last): boom"}}),
+    );
+    r1.extend(t3);
+    write(s, "r1", &r1).await;
+    write(
+        s,
+        "r2",
+        &trace("t6", json!("x"), json!("no: i cannot"), "ok"),
+    )
+    .await;
+    write(
+        s,
+        "r3",
+        &trace("t7", json!("x"), json!("I cannot either"), "ok"),
+    )
+    .await;
+}
+
+fn query(run: Option<&str>, project: Option<&str>, text: &str) -> TraceQuery {
+    TraceQuery {
+        run_id: run.map(Into::into),
+        project: project.map(Into::into),
+        text: Some(TextQuery::parse(text).expect("a search")),
+        limit: 50,
+        ..Default::default()
+    }
+}
+
+async fn found(s: &S, q: TraceQuery) -> Vec<String> {
+    let mut ids: Vec<String> = s
+        .reads()
+        .list_traces(&q)
+        .await
+        .expect("list")
+        .traces
+        .into_iter()
+        .map(|t| t.trace_id)
+        .collect();
+    ids.sort();
+    ids
+}
+
+async fn words_phrases_case_and_scripts_match_inside_bodies(s: S) {
+    fill(&s).await;
+    let r1 = |text: &str| query(Some("r1"), None, text);
+    assert_eq!(found(&s, r1(r#""i cannot""#)).await, ["t1"]);
+    assert_eq!(found(&s, r1("cannot")).await, ["t1", "t2"]);
+    assert_eq!(
+        found(&s, r1("I cannot")).await,
+        ["t1", "t2"],
+        "words need not touch"
+    );
+    assert_eq!(found(&s, r1(r#""cannot i""#)).await, Vec::<String>::new());
+    assert_eq!(found(&s, r1("TRACEBACK")).await, ["t3"], "error bodies");
+    assert_eq!(found(&s, r1("münchen ΕΛΛΆΔΑ")).await, ["t4"]);
+    assert_eq!(found(&s, r1("solve")).await, ["t1"], "chat contents");
+    assert_eq!(found(&s, r1("user")).await, ["t1"], "string values");
+    assert_eq!(
+        found(&s, r1("messages role")).await,
+        Vec::<String>::new(),
+        "not keys"
+    );
+    assert_eq!(
+        found(&s, r1("needle")).await,
+        ["t5"],
+        "past the first 8 KiB"
+    );
+    assert_eq!(found(&s, r1("absent")).await, Vec::<String>::new());
+    // Scope: a project's runs, and nothing of another project.
+    assert_eq!(
+        found(&s, query(None, Some("alpha"), r#""i cannot""#)).await,
+        ["t1", "t6"]
+    );
+    assert_eq!(
+        found(&s, query(None, Some("beta"), r#""i cannot""#)).await,
+        ["t7"]
+    );
+    assert_eq!(
+        found(&s, query(Some("r2"), None, "sorry")).await,
+        Vec::<String>::new()
+    );
+}
+
+async fn a_search_combines_with_filters_and_pages_and_says_where_it_matched(s: S) {
+    fill(&s).await;
+    let errors = TraceQuery {
+        statuses: vec![SpanStatus::Error],
+        ..query(Some("r1"), None, "cannot")
+    };
+    assert_eq!(found(&s, errors).await, ["t2"]);
+    let terms = TraceQuery {
+        terms: vec!["t1".into()],
+        ..query(Some("r1"), None, "cannot")
+    };
+    assert_eq!(found(&s, terms).await, ["t1"]);
+    // One a page, by duration: each match once.
+    let mut q = TraceQuery {
+        limit: 1,
+        sort: TraceSort::Duration,
+        ..query(None, Some("alpha"), "cannot")
+    };
+    let mut seen = Vec::new();
+    loop {
+        let page = s.reads().list_traces(&q).await.expect("page");
+        seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(treeline_server::store::Cursor::decode(&c).unwrap()),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, ["t1", "t2", "t6"]);
+    // Each trace says which span and body matched, and shows the words in place.
+    let list = s
+        .reads()
+        .list_traces(&query(Some("r1"), None, r#""i cannot""#))
+        .await
+        .expect("list");
+    let hit = list.traces[0].text_match.as_ref().expect("a match");
+    assert_eq!(
+        (hit.span_id.as_str(), hit.field),
+        ("llm", BodyField::Output)
+    );
+    let shown: String = hit.snippet.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(shown, "Sorry, I CANNOT do that.");
+    let marked: Vec<&str> = hit
+        .snippet
+        .iter()
+        .filter(|p| p.hit)
+        .map(|p| p.text.as_str())
+        .collect();
+    assert_eq!(marked, ["I CANNOT"]);
+    let error = s
+        .reads()
+        .list_traces(&query(Some("r1"), None, "traceback"))
+        .await
+        .expect("list");
+    let hit = error.traces[0].text_match.as_ref().expect("a match");
+    assert_eq!(hit.field, BodyField::Error);
+    // A list without `text` carries no match.
+    let plain = TraceQuery {
+        run_id: Some("r1".into()),
+        limit: 50,
+        ..Default::default()
+    };
+    let list = s.reads().list_traces(&plain).await.expect("list");
+    assert!(list.traces.iter().all(|t| t.text_match.is_none()));
+}
+
+/// More matching traces than a search lists from the index: each trace read is
+/// tested instead, with the same answers.
+async fn a_common_word_is_tested_trace_by_trace(s: S) {
+    s.upsert_run("big", &in_project("alpha"), 1).await.unwrap();
+    let mut events = Vec::new();
+    for i in 0..5_010 {
+        let id = format!("t{i:05}");
+        let said = if i % 1_000 == 7 {
+            "rare ok"
+        } else {
+            "common ok"
+        };
+        let open = with(
+            open(&id, "root", None, "rollout", i),
+            json!({"input": said}),
+        );
+        events.push(open);
+        events.push(close(
+            &id,
+            "root",
+            if i % 2 == 0 { "ok" } else { "error" },
+            i + 1,
+        ));
+    }
+    for chunk in events.chunks(2_000) {
+        write(&s, "big", chunk).await;
+    }
+    let q = |text: &str| TraceQuery {
+        limit: 20,
+        ..query(Some("big"), None, text)
+    };
+    let page = s.reads().list_traces(&q("ok")).await.expect("list");
+    assert_eq!(page.traces.len(), 20);
+    assert_eq!(page.matched, Some(5_010));
+    assert!(page.traces.iter().all(|t| t.text_match.is_some()));
+    let errors = TraceQuery {
+        statuses: vec![SpanStatus::Error],
+        ..q("ok common")
+    };
+    let page = s.reads().list_traces(&errors).await.expect("list");
+    assert_eq!(page.matched, Some(2_499));
+    assert_eq!(found(&s, q("rare")).await.len(), 6);
+}
+
+/// A deleted run's words go with it: a run made again under its id finds only its
+/// own.
+async fn a_deleted_runs_words_go_with_it(t: TestStore) {
+    let s = &t.store;
+    s.upsert_run("r1", &in_project("alpha"), 1).await.unwrap();
+    write(
+        s,
+        "r1",
+        &trace("t1", json!("ephemeral words"), Value::Null, "ok"),
+    )
+    .await;
+    s.delete_run("r1", 100).await.unwrap();
+    while s.purge_step(1_000).await.unwrap().is_some() {}
+    let docs = if t.url.starts_with("sqlite") {
+        "SELECT COUNT(*) FROM span_docs"
+    } else {
+        "SELECT COUNT(*) FROM span_words"
+    };
+    assert_eq!(t.count(docs).await, 0);
+    s.upsert_run("r1", &in_project("alpha"), 200).await.unwrap();
+    write(
+        s,
+        "r1",
+        &trace("t1", json!("fresh words"), Value::Null, "ok"),
+    )
+    .await;
+    assert_eq!(
+        found(s, query(Some("r1"), None, "ephemeral")).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(found(s, query(Some("r1"), None, "fresh")).await, ["t1"]);
+}
+
+on_both!(tokio::test, |t| t.store.clone();
+    words_phrases_case_and_scripts_match_inside_bodies,
+    a_search_combines_with_filters_and_pages_and_says_where_it_matched,
+    a_common_word_is_tested_trace_by_trace,
+);
+
+mod deletion {
+    use super::*;
+    on_both!(tokio::test, |t| t;
+        a_deleted_runs_words_go_with_it,
+    );
+}
