@@ -5,6 +5,7 @@ use crate::ui::api::query_string;
 use crate::ui::format;
 use treeline_wire::filter::TraceFilter;
 use treeline_wire::query::{parse_comma, parse_order, ListQuery, TraceSort};
+use treeline_wire::text::TextQuery;
 use treeline_wire::{Invalid, SpanKind, SpanStatus};
 
 /// The workspace's state as the query string carries it.
@@ -17,6 +18,8 @@ pub(crate) struct WorkspaceUrl {
     pub status: Option<String>,
     pub kind: Option<String>,
     pub q: Option<String>,
+    /// Words and quoted phrases searched in span bodies.
+    pub text: Option<String>,
     /// Trace filters (`FIELD OP VALUE`), all of which must hold.
     pub filters: Vec<String>,
     /// The list's order: `updated` (default), `duration`, … or `attr.NAME`.
@@ -63,6 +66,7 @@ impl WorkspaceUrl {
             status: get("status"),
             kind: get("kind"),
             q: get("q"),
+            text: get("text"),
             filters: map
                 .get_all("filter")
                 .unwrap_or_default()
@@ -138,6 +142,7 @@ impl WorkspaceUrl {
             ("status", self.status.clone()),
             ("kind", self.kind.clone()),
             ("q", self.q.clone()),
+            ("text", self.text.clone()),
         ]);
         let mut pairs = self.list_pairs();
         pairs.push(("cols", self.cols.clone()));
@@ -179,6 +184,7 @@ impl WorkspaceUrl {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect(),
+            text: non_empty(&self.text).map(TextQuery::parse).transpose()?,
             filters: self
                 .filters
                 .iter()

@@ -3,6 +3,42 @@
 
 use leptos::prelude::*;
 use serde_json::Value;
+use treeline_wire::text::TextQuery;
+
+/// The body search the inspector marks (the workspace's `text`), as context.
+#[derive(Clone, Copy)]
+pub struct Highlight(pub Memo<Option<TextQuery>>);
+
+fn search() -> Option<TextQuery> {
+    use_context::<Highlight>().and_then(|h| h.0.get())
+}
+
+/// `text` with the words of `search` marked, by the rule the server matched them.
+fn marked(text: String, search: &Option<TextQuery>) -> AnyView {
+    let marks = search.as_ref().map(|q| q.marks(&text)).unwrap_or_default();
+    if marks.is_empty() {
+        return text.into_any();
+    }
+    let mut pieces = Vec::with_capacity(marks.len() * 2 + 1);
+    let mut at = 0;
+    for mark in marks {
+        pieces.push(text[at..mark.start].to_string().into_any());
+        pieces.push(view! { <mark>{text[mark.clone()].to_string()}</mark> }.into_any());
+        at = mark.end;
+    }
+    pieces.push(text[at..].to_string().into_any());
+    pieces.collect_view().into_any()
+}
+
+/// Whether a string in `value` holds a match, so its branch opens.
+fn holds_match(value: &Value, search: &TextQuery) -> bool {
+    match value {
+        Value::String(s) => !search.marks(s).is_empty(),
+        Value::Array(items) => items.iter().any(|v| holds_match(v, search)),
+        Value::Object(map) => map.values().any(|v| holds_match(v, search)),
+        _ => false,
+    }
+}
 
 /// Chat messages in `value`, when it holds any: a list of `{role, content}`, an
 /// object with such a `messages` list, or one message.
@@ -49,9 +85,12 @@ pub fn BodyView(
 ) -> impl IntoView {
     let note = truncated
         .then(|| view! { <span class="note" title="cut by the client's preview, or at the server's 16 MiB">"truncated: the start of a longer body"</span> });
-    let content = match value {
+    let content = move || {
+        match value.clone() {
         None => view! { <p class="muted">"not captured"</p> }.into_any(),
-        Some(Value::String(text)) => view! { <pre class="text-body">{text}</pre> }.into_any(),
+        Some(Value::String(text)) => {
+            view! { <pre class="text-body">{marked(text, &search())}</pre> }.into_any()
+        }
         Some(v) => match messages(&v).filter(|_| chat || v.get("messages").is_some()) {
             Some(list) => view! {
                 <ol class="transcript">
@@ -60,13 +99,14 @@ pub fn BodyView(
                         view! {
                         <li class=class>
                             <span class="role">{role}</span>
-                            <pre>{text}</pre>
+                            <pre>{marked(text, &search())}</pre>
                         </li>
                     }}).collect_view()}
                 </ol>
             }.into_any(),
             None => view! { <div class="json-body"><JsonTree value=v open=true/></div> }.into_any(),
         },
+    }
     };
     view! {
         <section class="body">
@@ -79,6 +119,8 @@ pub fn BodyView(
 /// A JSON value as nested, collapsible lists.
 #[component]
 pub fn JsonTree(value: Value, #[prop(optional)] open: bool) -> impl IntoView {
+    let search = search();
+    let open = open || search.as_ref().is_some_and(|q| holds_match(&value, q));
     match value {
         Value::Object(map) if !map.is_empty() => {
             let summary = format!("{{…}} {} keys", map.len());
@@ -109,7 +151,11 @@ pub fn JsonTree(value: Value, #[prop(optional)] open: bool) -> impl IntoView {
         // A stack trace, a traceback, any text of several lines: as its lines, not as
         // one quoted string full of \n.
         Value::String(s) if s.contains('\n') => {
-            view! { <pre class="json-text">{s}</pre> }.into_any()
+            view! { <pre class="json-text">{marked(s, &search)}</pre> }.into_any()
+        }
+        // Quoted as written, unless a match is marked in it.
+        Value::String(s) if search.as_ref().is_some_and(|q| !q.marks(&s).is_empty()) => {
+            view! { <span class="json-string">"\""{marked(s, &search)}"\""</span> }.into_any()
         }
         Value::String(s) => {
             view! { <span class="json-string">{format!("{s:?}")}</span> }.into_any()

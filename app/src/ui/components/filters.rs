@@ -116,7 +116,14 @@ pub fn Filters(
         move |q, _, _| text.set(q.clone().unwrap_or_default()),
         false,
     );
+    let words = RwSignal::new(url.get_untracked().text.unwrap_or_default());
+    Effect::watch(
+        move || url.get().text,
+        move |t, _, _| words.set(t.clone().unwrap_or_default()),
+        false,
+    );
     early_input::keep(r#"form.filters input[name="q"]"#, text);
+    early_input::keep(r#"form.filters input[name="text"]"#, words);
     early_input::keep(r#"form.filters input[list="run-matches"]"#, find);
     let terms = move || text.get().split_whitespace().count();
     let submit = move |ev: leptos::ev::SubmitEvent| {
@@ -129,8 +136,10 @@ pub fn Filters(
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
+        let body_text = words.get_untracked().trim().to_string();
         go_to.run(WorkspaceUrl {
             q: (!q.is_empty()).then_some(q),
+            text: (!body_text.is_empty()).then_some(body_text),
             trace_id: None,
             span_id: None,
             ..url.get_untracked()
@@ -269,8 +278,11 @@ pub fn Filters(
             <MultiSelect label="Kind" options=kinds selected=Signal::derive(move || url.get().kind) on_change=set_kind/>
             <label>
                 "Search"
+                // `value` too, so the page as served holds the search (a property is
+                // set by the browser's code only, and `early_input` would read it empty).
                 <input type="search" name="q" placeholder="name, trace id, rollout id, thread"
                     aria-describedby="search-terms"
+                    value=text.get_untracked()
                     prop:value=move || text.get()
                     on:input=move |ev| text.set(event_target_value(&ev))/>
             </label>
@@ -281,6 +293,13 @@ pub fn Filters(
                     format!("{}/{MAX_TERMS} terms", terms())
                 }}
             </span>
+            <label>
+                "In bodies"
+                <input type="search" name="text" placeholder=r#"words or "a phrase" in inputs, outputs, errors"#
+                    value=words.get_untracked()
+                    prop:value=move || words.get()
+                    on:input=move |ev| words.set(event_target_value(&ev))/>
+            </label>
             <button type="submit" disabled=move || { terms() > MAX_TERMS }>"Search"</button>
             <WindowPicker url go_to/>
             {move || {

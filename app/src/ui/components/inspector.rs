@@ -2,13 +2,14 @@ use leptos::prelude::*;
 use serde_json::{Map, Value};
 
 use super::annotations::{Annotations, Target};
-use super::body::BodyView;
+use super::body::{BodyView, Highlight};
 use super::CopyButton;
 use crate::ui::api::{self, ApiError};
 use crate::ui::compare_url::{children_link, compare_link, SpanRef, MAX_COLUMNS};
 use crate::ui::components::status::StatusBadge;
 use crate::ui::format::{self, DROPPED_TITLE};
 use crate::ui::url::{link, WorkspaceUrl};
+use treeline_wire::text::TextQuery;
 use treeline_wire::{dropped_spans, RolloutMatches, SpanDetail, SpanKind};
 
 #[component]
@@ -16,6 +17,9 @@ pub fn Inspector(
     url: Memo<WorkspaceUrl>,
     detail: Resource<Option<Result<SpanDetail, ApiError>>>,
 ) -> impl IntoView {
+    provide_context(Highlight(Memo::new(move |_| {
+        url.with(|u| u.text.as_deref().and_then(|t| TextQuery::parse(t).ok()))
+    })));
     view! {
         <div class="pane-head"><strong>"Span"</strong></div>
         // Transition: a reread of the same span keeps showing it until the new one is in.

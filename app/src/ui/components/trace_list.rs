@@ -177,12 +177,16 @@ fn TraceRow(
         u.trace_id.as_deref() == Some(trace_id.as_str())
             && u.run_id.as_deref() == Some(run_id.as_str())
     };
-    let href = {
-        let u =
-            url.get_untracked()
-                .with_selection(&t.run_id, &t.trace_id, t.root_span_id.as_deref());
-        u.href()
-    };
+    // A body search opens the span whose body matched.
+    let opened = t
+        .text_match
+        .as_ref()
+        .map(|m| m.span_id.as_str())
+        .or(t.root_span_id.as_deref());
+    let href = url
+        .get_untracked()
+        .with_selection(&t.run_id, &t.trace_id, opened)
+        .href();
     let kinds = format::kinds(&t);
     // The pinned root attributes, as the row shows them; an absent one as a dash.
     // Read from the URL as it changes: pinning a column does not refetch the list.
@@ -255,6 +259,16 @@ fn TraceRow(
                     <span>{t.duration_us.map(format::duration).unwrap_or_else(|| "running".into())}</span>
                     <span title=format::timestamp(t.updated_us)>{format::relative(t.updated_us, now)}</span>
                 </div>
+                {t.text_match.clone().map(|m| view! {
+                    <div class="line-text">
+                        <span class="muted">{m.field.as_str()}": "</span>
+                        {m.snippet.into_iter().map(|p| if p.hit {
+                            view! { <mark>{p.text}</mark> }.into_any()
+                        } else {
+                            p.text.into_any()
+                        }).collect_view()}
+                    </div>
+                })}
                 {(!t.notes.is_empty()).then(|| view! {
                     <div class="line-notes">
                         {t.notes.iter().map(|n| {
