@@ -86,6 +86,9 @@ enum BenchCommand {
     Rollouts(crate::bench::RolloutsArgs),
     /// Spans per second through OTLP/HTTP protobuf, until stored and visible to queries.
     Otlp(crate::bench::OtlpArgs),
+    /// Body search (`text=`) latency (p50/p95) on 1M traces of chat-sized bodies, and
+    /// the ingest rate with the bodies indexed.
+    Text(crate::bench::TextArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
     /// Latency (p50/p95) of reading a million-span trace: pages of a 100,000-child
@@ -210,6 +213,10 @@ pub fn main() -> ExitCode {
             runtime.block_on(crate::bench::query(&Server, args))
         }
         #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::Text(args)) => {
+            runtime.block_on(crate::bench::text(&Server, args))
+        }
+        #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Rollouts(args)) => {
             runtime.block_on(crate::bench::rollouts(&Server, args))
         }
@@ -258,6 +265,7 @@ async fn serve_command(args: ServeArgs) -> Outcome {
             .runs
             .is_empty();
     let mut state = AppState::new(store.clone());
+    crate::text_backfill::spawn(store.clone());
     crate::purge::spawn(store, state.retention_changed.clone());
     state.api_keys = Arc::new(api_keys(&args)?);
     state.allowed_hosts = Arc::new(

@@ -15,6 +15,7 @@ pub mod run_admin;
 pub mod serve;
 pub mod site;
 pub mod ssr;
+pub mod text_backfill;
 pub mod transfer;
 
 // Storage and ingest live in their own crate; these names keep their paths.

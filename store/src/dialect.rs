@@ -10,7 +10,7 @@ use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Pool, Postgres, Sqlite};
 
-use super::body_text::BodySearch;
+use super::body_text::{BodySearch, Doc, TraceKey};
 use super::rows::DbRow;
 
 /// One bound value. Values are bound where the database is a concrete type, so
@@ -313,10 +313,21 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// `FROM … WHERE …` of the body documents `d` (`run_id`, `trace_id`, `span_id`,
     /// `field`) whose words match `search` in its scope, read from the index.
     fn push_docs_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
-    /// The body documents as `d`, for a condition on their keys.
-    fn push_doc_table(q: &mut Sql<'_, Self>);
-    /// A condition: document `d` matches `search`.
-    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
+    /// The table of body documents, with `run_id`, `trace_id`, `span_id`, `field`.
+    const BODY_DOCS: &'static str;
+    /// The statements that write `docs`, the body documents of spans of `run_id`.
+    fn push_docs_upsert<'a>(
+        q: &mut Sql<'a, Self>,
+        run_id: &'a str,
+        project: &'a str,
+        docs: &'a [Doc<'a>],
+    );
+    /// `FROM … WHERE …` of the documents `d` of one trace whose words match `search`.
+    fn push_trace_docs_matching<'a>(
+        q: &mut Sql<'a, Self>,
+        search: &BodySearch<'_>,
+        trace: TraceKey<'a>,
+    );
 }
 
 /// SQLite's JSON path of a top-level key, quoted so that a dotted name is one key.
@@ -326,6 +337,7 @@ fn json_path(key: &str) -> String {
 }
 
 impl Dialect for Sqlite {
+    const BODY_DOCS: &'static str = "span_docs";
     const LIKE_ANY_CASE: &'static str = "LIKE";
     const GREATEST: &'static str = "MAX";
     const LEAST: &'static str = "MIN";
@@ -505,18 +517,36 @@ impl Dialect for Sqlite {
         .bind(search.fts5(true));
     }
 
-    fn push_doc_table(q: &mut Sql<'_, Self>) {
-        q.push("span_docs d");
+    fn push_docs_upsert<'a>(
+        q: &mut Sql<'a, Self>,
+        run_id: &'a str,
+        project: &'a str,
+        docs: &'a [Doc<'a>],
+    ) {
+        super::body_text::sqlite_upsert(q, run_id, project, docs);
     }
 
-    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
-        q.push("EXISTS (SELECT 1 FROM span_words w WHERE w.rowid = d.doc AND span_words MATCH ")
+    // One read of the index a trace, over the range of its documents' keys (a
+    // trace's documents are written together): a read per document cost 0.1–0.4 ms.
+    fn push_trace_docs_matching<'a>(
+        q: &mut Sql<'a, Self>,
+        search: &BodySearch<'_>,
+        trace: TraceKey<'a>,
+    ) {
+        q.push("FROM span_docs d WHERE ");
+        trace.push(q, "d");
+        q.push(" AND d.doc IN (SELECT w.rowid FROM span_words w WHERE span_words MATCH ")
             .bind(search.fts5(false))
-            .push(")");
+            .push(" AND w.rowid >= (SELECT MIN(x.doc) FROM span_docs x WHERE ");
+        trace.push(q, "x");
+        q.push(") AND w.rowid <= (SELECT MAX(x.doc) FROM span_docs x WHERE ");
+        trace.push(q, "x");
+        q.push("))");
     }
 }
 
 impl Dialect for Postgres {
+    const BODY_DOCS: &'static str = "span_words";
     const LIKE_ANY_CASE: &'static str = "ILIKE";
     const GREATEST: &'static str = "GREATEST";
     const LEAST: &'static str = "LEAST";
@@ -692,12 +722,23 @@ impl Dialect for Postgres {
             .push("::tsquery");
     }
 
-    fn push_doc_table(q: &mut Sql<'_, Self>) {
-        q.push("span_words d");
+    fn push_docs_upsert<'a>(
+        q: &mut Sql<'a, Self>,
+        run_id: &'a str,
+        project: &'a str,
+        docs: &'a [Doc<'a>],
+    ) {
+        super::body_text::postgres_upsert(q, run_id, project, docs);
     }
 
-    fn push_doc_matches(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
-        q.push("d.words @@ ")
+    fn push_trace_docs_matching<'a>(
+        q: &mut Sql<'a, Self>,
+        search: &BodySearch<'_>,
+        trace: TraceKey<'a>,
+    ) {
+        q.push("FROM span_words d WHERE ");
+        trace.push(q, "d");
+        q.push(" AND d.words @@ ")
             .bind(search.tsquery(false))
             .push("::tsquery");
     }

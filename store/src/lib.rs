@@ -368,6 +368,10 @@ pub trait Ingest: Send + Sync {
     /// [`Ingest::delete_run`] does) when its project drops such runs. `None` when
     /// nothing is past any window. Open traces are never removed.
     async fn retention_step(&self, limit: usize, now: i64) -> StoreResult<Option<Expired>>;
+    /// Indexes the words of a batch of spans stored before body search existed, in
+    /// key order, resumed after a restart: the spans read, or `None` when none are
+    /// left.
+    async fn text_backfill_step(&self) -> StoreResult<Option<u64>>;
 
     /// `write_batch` without a receipt: the warnings of storing `events`.
     async fn write_events(

@@ -287,6 +287,10 @@ impl Ingest for PostgresStore {
         retention::step(&self.pool, limit, now).await
     }
 
+    async fn text_backfill_step(&self) -> StoreResult<Option<u64>> {
+        body_text::backfill_step(&self.pool).await
+    }
+
     // Autovacuum marks the space for reuse; PostgreSQL gives none back by itself.
     async fn reclaim_space(&self, _pages: u32) -> StoreResult<u64> {
         Ok(0)

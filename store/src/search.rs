@@ -6,7 +6,7 @@
 //! matches nothing ends the query at once; one that matches a few names or ids
 //! becomes a list of them.
 
-use super::body_text::{BodySearch, TextTraces};
+use super::body_text::{BodySearch, TextTraces, TraceKey};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::{self, DbRow};
@@ -36,9 +36,12 @@ pub(super) enum Term<'q> {
         names: Vec<String>,
         traces: Vec<(String, String)>,
     },
-    /// A body search matching too many traces to list: tested on each trace read
-    /// (it then matches often, so a page fills soon).
-    Text(BodySearch<'q>),
+    /// A body search matching too many traces to list: the traces of its matches,
+    /// gathered once in the list's query.
+    TextGathered(BodySearch<'q>),
+    /// A body search most traces match: tested on each trace read (a page fills
+    /// within a few).
+    TextCommon(BodySearch<'q>),
 }
 
 impl Term<'_> {
@@ -65,13 +68,14 @@ impl<DB: Dialect> Reader<DB> {
         }
         if let Some(text) = &query.text {
             let search = BodySearch::new(query, text);
-            match self.text_traces(&search, query).await? {
+            match self.text_traces(&search).await? {
                 TextTraces::Listed(traces) if traces.is_empty() => return Ok(None),
                 TextTraces::Listed(traces) => terms.push(Term::Listed {
                     names: Vec::new(),
                     traces,
                 }),
-                TextTraces::Many => terms.push(Term::Text(search)),
+                TextTraces::Gathered => terms.push(Term::TextGathered(search)),
+                TextTraces::Common => terms.push(Term::TextCommon(search)),
             }
         }
         match self.resolve_filters(query).await? {
@@ -186,11 +190,14 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                     q.push(")");
                 }
             }
-            Term::Text(search) => {
-                q.push("EXISTS (SELECT 1 FROM ");
-                DB::push_doc_table(q);
-                q.push(" WHERE d.run_id = t.run_id AND d.trace_id = t.trace_id AND ");
-                DB::push_doc_matches(q, search);
+            Term::TextGathered(search) => {
+                q.push("(t.run_id, t.trace_id) IN (");
+                search.push_matching_traces(q);
+                q.push(")");
+            }
+            Term::TextCommon(search) => {
+                q.push("EXISTS (SELECT 1 ");
+                DB::push_trace_docs_matching(q, search, TraceKey::Of("t"));
                 q.push(")");
             }
         }

@@ -491,6 +491,10 @@ impl Ingest for SqliteStore {
         retention::step(&self.writer, limit, now).await
     }
 
+    async fn text_backfill_step(&self) -> StoreResult<Option<u64>> {
+        body_text::backfill_step(&self.writer).await
+    }
+
     async fn reclaim_space(&self, pages: u32) -> StoreResult<u64> {
         let mut conn = self.writer.acquire().await?;
         let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")

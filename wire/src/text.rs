@@ -162,6 +162,16 @@ impl TextQuery {
         parts.join(" & ")
     }
 
+    /// Whether a body of these indexed words (see [`indexed_words`]) matches, as
+    /// the index decides it: each part somewhere, a phrase's words in a row.
+    pub fn matches(&self, words: &[String]) -> bool {
+        self.parts.iter().all(|part| {
+            words
+                .windows(part.len())
+                .any(|window| window.iter().zip(part).all(|(w, p)| w == p))
+        })
+    }
+
     /// Where the parts occur in `text`, in order, overlapping ranges merged.
     pub fn marks(&self, text: &str) -> Vec<Range<usize>> {
         let found: Vec<(Range<usize>, String)> = words(text).collect();
@@ -401,6 +411,18 @@ mod tests {
         let json = r#"{"messages":[{"role":"user","content":"Why?"}],"n":42,"ok":"Yes"}"#;
         assert_eq!(indexed_words(json), ["user", "why", "yes"]);
         assert_eq!(indexed_words("\"plain text\""), ["plain", "text"]);
+    }
+
+    #[test]
+    fn a_body_matches_when_every_part_is_in_it() {
+        let words = indexed_words(r#"{"a":"Sorry, I cannot.","b":"Traceback here"}"#);
+        assert!(q(r#""i cannot" traceback"#).matches(&words));
+        assert!(
+            q(r#""cannot traceback""#).matches(&words),
+            "across strings, as indexed"
+        );
+        assert!(!q(r#""cannot i""#).matches(&words));
+        assert!(!q("cannot elephant").matches(&words));
     }
 
     #[test]

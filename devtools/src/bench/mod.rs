@@ -11,6 +11,7 @@ mod rng;
 mod rollouts;
 mod run_compare;
 mod soak;
+mod text;
 
 pub use compare::{compare, CompareArgs};
 pub use fuzz::{fuzz, FuzzArgs};
@@ -21,6 +22,7 @@ pub use query::{query, QueryArgs};
 pub use rollouts::{rollouts, RolloutsArgs};
 pub use run_compare::{run_compare, RunCompareArgs};
 pub use soak::{soak, SoakArgs};
+pub use text::{text, TextArgs};
 
 use crate::failure::{Context, Outcome};
 use std::time::Duration;

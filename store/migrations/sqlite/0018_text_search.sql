@@ -24,3 +24,13 @@ END;
 CREATE TRIGGER span_words_follow AFTER DELETE ON span_docs BEGIN
     DELETE FROM span_words WHERE rowid = old.doc;
 END;
+-- Spans stored before this index have their words indexed in the background, from
+-- this key on (store/src/body_text.rs, `backfill_step`); the row goes when it is done.
+CREATE TABLE text_backfill (
+    id       INTEGER PRIMARY KEY,
+    run_id   TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id  TEXT NOT NULL
+);
+INSERT INTO text_backfill (id, run_id, trace_id, span_id)
+    SELECT 1, '', '', '' WHERE EXISTS (SELECT 1 FROM spans);

@@ -218,9 +218,25 @@ async fn a_search_combines_with_filters_and_pages_and_says_where_it_matched(s: S
     assert!(list.traces.iter().all(|t| t.text_match.is_none()));
 }
 
-/// More matching traces than a search lists from the index: each trace read is
-/// tested instead, with the same answers.
-async fn a_common_word_is_tested_trace_by_trace(s: S) {
+/// How many traces the pages of `q` hold, each once.
+async fn all_pages(s: &S, mut q: TraceQuery) -> usize {
+    q.limit = 500;
+    let mut seen = std::collections::HashSet::new();
+    loop {
+        let page = s.reads().list_traces(&q).await.expect("page");
+        for t in page.traces {
+            assert!(seen.insert(t.trace_id), "listed twice");
+        }
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(treeline_server::store::Cursor::decode(&c).unwrap()),
+            None => return seen.len(),
+        }
+    }
+}
+
+/// More matching traces than a search lists from the index: they are gathered in
+/// the list's own query, and counted.
+async fn a_search_past_the_listed_traces_gathers_them(s: S) {
     s.upsert_run("big", &in_project("alpha"), 1).await.unwrap();
     let mut events = Vec::new();
     for i in 0..5_010 {
@@ -230,17 +246,12 @@ async fn a_common_word_is_tested_trace_by_trace(s: S) {
         } else {
             "common ok"
         };
-        let open = with(
+        events.push(with(
             open(&id, "root", None, "rollout", i),
             json!({"input": said}),
-        );
-        events.push(open);
-        events.push(close(
-            &id,
-            "root",
-            if i % 2 == 0 { "ok" } else { "error" },
-            i + 1,
         ));
+        let status = if i % 2 == 0 { "ok" } else { "error" };
+        events.push(close(&id, "root", status, i + 1));
     }
     for chunk in events.chunks(2_000) {
         write(&s, "big", chunk).await;
@@ -251,15 +262,63 @@ async fn a_common_word_is_tested_trace_by_trace(s: S) {
     };
     let page = s.reads().list_traces(&q("ok")).await.expect("list");
     assert_eq!(page.traces.len(), 20);
-    assert_eq!(page.matched, Some(5_010));
     assert!(page.traces.iter().all(|t| t.text_match.is_some()));
+    assert_eq!(page.matched, Some(5_010));
+    assert_eq!(all_pages(&s, q("ok")).await, 5_010);
     let errors = TraceQuery {
         statuses: vec![SpanStatus::Error],
         ..q("ok common")
     };
-    let page = s.reads().list_traces(&errors).await.expect("list");
-    assert_eq!(page.matched, Some(2_499));
+    assert_eq!(all_pages(&s, errors).await, 2_499);
     assert_eq!(found(&s, q("rare")).await.len(), 6);
+}
+
+/// A word in more bodies than a list gathers (200,000) is tested trace by trace,
+/// with the same answers, and no count.
+async fn a_word_in_most_bodies_is_tested_trace_by_trace(s: S) {
+    s.upsert_run("huge", &in_project("alpha"), 1).await.unwrap();
+    let bodies = |i: usize| {
+        let said = if i % 10_000 == 3 { "lost" } else { "found" };
+        json!({"input": format!("{said} a"), "output": "found b", "error": "found c"})
+    };
+    let mut events = Vec::new();
+    for i in 0..67_000 {
+        let id = format!("t{i:05}");
+        let mut opened = with(open(&id, "root", None, "rollout", i as i64), bodies(i));
+        let shut = with(
+            close(
+                &id,
+                "root",
+                if i % 3 == 0 { "error" } else { "ok" },
+                i as i64 + 1,
+            ),
+            json!({"output": bodies(i)["output"], "error": bodies(i)["error"]}),
+        );
+        if let Some(o) = opened.as_object_mut() {
+            o.remove("output");
+            o.remove("error");
+        }
+        events.push(opened);
+        events.push(shut);
+        if events.len() >= 9_000 {
+            write(&s, "huge", &events).await;
+            events.clear();
+        }
+    }
+    write(&s, "huge", &events).await;
+    let q = |text: &str| TraceQuery {
+        limit: 50,
+        statuses: vec![SpanStatus::Error],
+        ..query(Some("huge"), None, text)
+    };
+    let page = s.reads().list_traces(&q("found")).await.expect("list");
+    assert_eq!(page.traces.len(), 50);
+    assert_eq!(page.matched, None, "not counted");
+    assert!(page.traces.iter().all(|t| t.status == SpanStatus::Error));
+    let hit = page.traces[0].text_match.as_ref().expect("a match");
+    assert_eq!(hit.field, BodyField::Input);
+    assert_eq!(all_pages(&s, q("found a")).await, 22_331);
+    assert_eq!(found(&s, q("lost")).await, ["t00003", "t30003", "t60003"]);
 }
 
 /// A deleted run's words go with it: a run made again under its id finds only its
@@ -295,15 +354,55 @@ async fn a_deleted_runs_words_go_with_it(t: TestStore) {
     assert_eq!(found(s, query(Some("r1"), None, "fresh")).await, ["t1"]);
 }
 
+/// Spans stored before the index (an upgraded database) are indexed in steps, from
+/// the cursor the migration leaves, and found afterwards; the cursor then goes.
+async fn bodies_stored_before_the_index_are_indexed_in_steps(t: TestStore) {
+    let s = &t.store;
+    s.upsert_run("r1", &in_project("alpha"), 1).await.unwrap();
+    s.upsert_run("r2", &in_project("beta"), 1).await.unwrap();
+    for (run, n) in [("r1", 700), ("r2", 300)] {
+        let events: Vec<Value> = (0..n)
+            .map(|i| {
+                with(
+                    open(&format!("{run}-t{i:04}"), "root", None, "rollout", i),
+                    json!({"input": format!("older words {run}")}),
+                )
+            })
+            .collect();
+        write(s, run, &events).await;
+    }
+    // As a database from before the index: no words, and the cursor at the start.
+    let docs = if t.url.starts_with("sqlite") {
+        "span_docs"
+    } else {
+        "span_words"
+    };
+    t.execute(&format!("DELETE FROM {docs}")).await;
+    t.execute("INSERT INTO text_backfill (id, run_id, trace_id, span_id) VALUES (1, '', '', '')")
+        .await;
+    assert!(found(s, query(Some("r1"), None, "older")).await.is_empty());
+    let mut steps = Vec::new();
+    while let Some(n) = s.text_backfill_step().await.expect("a step") {
+        steps.push(n);
+    }
+    assert_eq!(steps, [500, 500, 0]);
+    assert_eq!(t.count("SELECT COUNT(*) FROM text_backfill").await, 0);
+    assert_eq!(all_pages(s, query(Some("r1"), None, "older r1")).await, 700);
+    assert_eq!(all_pages(s, query(None, Some("beta"), "older")).await, 300);
+    assert_eq!(s.text_backfill_step().await.expect("none left"), None);
+}
+
 on_both!(tokio::test, |t| t.store.clone();
     words_phrases_case_and_scripts_match_inside_bodies,
     a_search_combines_with_filters_and_pages_and_says_where_it_matched,
-    a_common_word_is_tested_trace_by_trace,
+    a_search_past_the_listed_traces_gathers_them,
+    a_word_in_most_bodies_is_tested_trace_by_trace,
 );
 
 mod deletion {
     use super::*;
     on_both!(tokio::test, |t| t;
         a_deleted_runs_words_go_with_it,
+        bodies_stored_before_the_index_are_indexed_in_steps,
     );
 }
