@@ -313,6 +313,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// `FROM … WHERE …` of the body documents `d` (`run_id`, `trace_id`, `span_id`,
     /// `field`) whose words match `search` in its scope, read from the index.
     fn push_docs_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
+    /// `FROM … WHERE …` of the index's entries matching `search` in its scope,
+    /// without reading the documents' keys: for counting.
+    fn push_index_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>);
     /// The table of body documents, with `run_id`, `trace_id`, `span_id`, `field`.
     const BODY_DOCS: &'static str;
     /// The statements that write `docs`, the body documents of spans of `run_id`.
@@ -517,6 +520,11 @@ impl Dialect for Sqlite {
         .bind(search.fts5(true));
     }
 
+    fn push_index_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        q.push("FROM span_words WHERE span_words MATCH ")
+            .bind(search.fts5(true));
+    }
+
     fn push_docs_upsert<'a>(
         q: &mut Sql<'a, Self>,
         run_id: &'a str,
@@ -533,15 +541,18 @@ impl Dialect for Sqlite {
         search: &BodySearch<'_>,
         trace: TraceKey<'a>,
     ) {
-        q.push("FROM span_docs d WHERE ");
-        trace.push(q, "d");
-        q.push(" AND d.doc IN (SELECT w.rowid FROM span_words w WHERE span_words MATCH ")
-            .bind(search.fts5(false))
-            .push(" AND w.rowid >= (SELECT MIN(x.doc) FROM span_docs x WHERE ");
+        // The index leads, once, over the range; each row it yields is a probe of
+        // the documents' key. (Led by the documents, it was read once a document.)
+        q.push(
+            "FROM span_words w CROSS JOIN span_docs d ON d.doc = w.rowid WHERE span_words MATCH ",
+        )
+        .bind(search.fts5(false))
+        .push(" AND w.rowid >= (SELECT MIN(x.doc) FROM span_docs x WHERE ");
         trace.push(q, "x");
         q.push(") AND w.rowid <= (SELECT MAX(x.doc) FROM span_docs x WHERE ");
         trace.push(q, "x");
-        q.push("))");
+        q.push(") AND ");
+        trace.push(q, "d");
     }
 }
 
@@ -720,6 +731,10 @@ impl Dialect for Postgres {
         q.push("FROM span_words d WHERE d.words @@ ")
             .bind(search.tsquery(true))
             .push("::tsquery");
+    }
+
+    fn push_index_matching(q: &mut Sql<'_, Self>, search: &BodySearch<'_>) {
+        Self::push_docs_matching(q, search);
     }
 
     fn push_docs_upsert<'a>(
