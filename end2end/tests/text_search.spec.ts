@@ -1,6 +1,6 @@
 import { test, expect, createRun, sendEvents, live } from "./fixtures";
 
-const RUN = "e2e-text-search";
+const RUN = "e2e-body-words";
 
 // Six rollouts whose model answers differ; two refuse, one hits a Python error.
 const rollout = (i: number, answer: string, error?: object) => {
@@ -18,7 +18,9 @@ const rollout = (i: number, answer: string, error?: object) => {
 };
 
 test.beforeAll(async ({ request }) => {
-  await createRun(request, RUN, "text-search-e2e", "searched run");
+  // No "search" in these names: other specs find the search box by its label, and
+  // the run and project pickers list every run of the shared server.
+  await createRun(request, RUN, "body-words-e2e", "worded run");
   await sendEvents(request, RUN, [
     ...rollout(0, "Here is the sorted list: 1, 2, 3."),
     ...rollout(1, "Sorry, I cannot help with that request."),

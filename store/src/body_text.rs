@@ -12,6 +12,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::dialect::{Arg, Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
+use super::search::distinct_traces;
 use super::statements::push_values;
 use super::{StoreResult, TraceQuery};
 use crate::ingest::SpanWrite;
@@ -341,13 +342,7 @@ impl<DB: Dialect> Reader<DB> {
         }
         let mut q = Sql::new("");
         search.push_matching_traces(&mut q);
-        let rows = self.rows(q).await?;
-        let mut traces = rows
-            .iter()
-            .map(|r| Ok((r.req_text("run_id")?, r.req_text("trace_id")?)))
-            .collect::<StoreResult<Vec<_>>>()?;
-        traces.sort_unstable();
-        traces.dedup();
+        let traces = distinct_traces(&self.rows(q).await?)?;
         Ok(if traces.len() <= MAX_TEXT_LISTED {
             TextTraces::Listed(traces)
         } else {

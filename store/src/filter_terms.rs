@@ -14,8 +14,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
-use super::rows::DbRow;
-use super::search::Term;
+use super::search::{distinct_traces, Term};
 use super::statements::TEXT_MAX_BYTES;
 use super::trace_list::{push_note_test, push_span_filter};
 use super::{StoreResult, TraceQuery};
@@ -52,12 +51,7 @@ impl<DB: Dialect> Reader<DB> {
             if rows.len() > MAX_LISTED {
                 continue;
             }
-            let mut traces = rows
-                .iter()
-                .map(|r| Ok((r.req_text("run_id")?, r.req_text("trace_id")?)))
-                .collect::<StoreResult<Vec<_>>>()?;
-            traces.sort_unstable();
-            traces.dedup();
+            let traces = distinct_traces(&rows)?;
             terms.push(Term::Listed {
                 names: Vec::new(),
                 traces,

@@ -135,6 +135,17 @@ impl<DB: Dialect> Reader<DB> {
     }
 }
 
+/// The distinct (run, trace) keys of rows that have `run_id` and `trace_id`, sorted.
+pub(super) fn distinct_traces<R: DbRow>(rows: &[R]) -> StoreResult<Vec<(String, String)>> {
+    let mut traces = rows
+        .iter()
+        .map(|r| Ok((r.req_text("run_id")?, r.req_text("trace_id")?)))
+        .collect::<StoreResult<Vec<_>>>()?;
+    traces.sort_unstable();
+    traces.dedup();
+    Ok(traces)
+}
+
 fn listed_limit() -> i64 {
     i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX)
 }

@@ -10,6 +10,7 @@ use treeline_server::store::{TraceQuery, TraceSort};
 use treeline_wire::text::{BodyField, TextQuery};
 use treeline_wire::{RunUpsert, SpanStatus};
 
+use super::trace_lists::every_page;
 use super::S;
 
 fn in_project(project: &str) -> RunUpsert {
@@ -165,20 +166,12 @@ async fn a_search_combines_with_filters_and_pages_and_says_where_it_matched(s: S
     };
     assert_eq!(found(&s, terms).await, ["t1"]);
     // One a page, by duration: each match once.
-    let mut q = TraceQuery {
+    let q = TraceQuery {
         limit: 1,
         sort: TraceSort::Duration,
         ..query(None, Some("alpha"), "cannot")
     };
-    let mut seen = Vec::new();
-    loop {
-        let page = s.reads().list_traces(&q).await.expect("page");
-        seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
-        match page.next_cursor {
-            Some(c) => q.cursor = Some(treeline_server::store::Cursor::decode(&c).unwrap()),
-            None => break,
-        }
-    }
+    let mut seen = every_page(&s, q).await;
     seen.sort();
     assert_eq!(seen, ["t1", "t2", "t6"]);
     // Each trace says which span and body matched, and shows the words in place.
@@ -218,20 +211,12 @@ async fn a_search_combines_with_filters_and_pages_and_says_where_it_matched(s: S
     assert!(list.traces.iter().all(|t| t.text_match.is_none()));
 }
 
-/// How many traces the pages of `q` hold, each once.
-async fn all_pages(s: &S, mut q: TraceQuery) -> usize {
-    q.limit = 500;
-    let mut seen = std::collections::HashSet::new();
-    loop {
-        let page = s.reads().list_traces(&q).await.expect("page");
-        for t in page.traces {
-            assert!(seen.insert(t.trace_id), "listed twice");
-        }
-        match page.next_cursor {
-            Some(c) => q.cursor = Some(treeline_server::store::Cursor::decode(&c).unwrap()),
-            None => return seen.len(),
-        }
-    }
+/// How many traces the pages of `q` hold (500 a page), none listed twice.
+async fn all_pages(s: &S, q: TraceQuery) -> usize {
+    let ids = every_page(s, TraceQuery { limit: 500, ..q }).await;
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "listed twice");
+    ids.len()
 }
 
 /// More matching traces than a search lists from the index: they are gathered in
