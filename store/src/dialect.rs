@@ -286,6 +286,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// An aggregate of the floating-point `value`s as text, `,` apart, each written
     /// so that it reads back as the same number.
     fn number_list(value: &str) -> String;
+    /// An aggregate of the texts `value` (none holding a `,`), `,` apart, in the
+    /// order the rows arrive: the same as [`Dialect::number_list`]'s in one query.
+    fn text_list(value: &str) -> String;
     /// Several values of one row as one text, `,` apart: `ints` first, then
     /// `floats`, each written so that it reads back as the same number. A subquery
     /// returns one column; this is how it returns several.
@@ -434,6 +437,10 @@ impl Dialect for Sqlite {
         format!(
             "group_concat(CASE WHEN {value} IS NOT NULL THEN printf('%!.17g', {value}) END, ',')"
         )
+    }
+
+    fn text_list(value: &str) -> String {
+        format!("group_concat({value}, ',')")
     }
 
     fn packed(ints: &[&str], floats: &[&str]) -> String {
@@ -645,6 +652,10 @@ impl Dialect for Postgres {
     // PostgreSQL writes a double's shortest exact text.
     fn number_list(value: &str) -> String {
         format!("string_agg(CAST({value} AS TEXT), ',')")
+    }
+
+    fn text_list(value: &str) -> String {
+        format!("string_agg({value}, ',')")
     }
 
     // A float8's text is its shortest exact form (PostgreSQL 12 and later).

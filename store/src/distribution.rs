@@ -109,15 +109,15 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 fn bucket(first_step: i64, last_step: i64, mut values: Vec<f64>, edges: &[f64]) -> StatBucket {
     values.sort_by(f64::total_cmp);
-    let mut bins: HashMap<usize, i64> = HashMap::new();
+    // Sorted values fall in bins in order: count each run of one bin.
+    let mut histogram: Vec<(u32, i64)> = Vec::new();
     for &v in &values {
-        *bins.entry(bin_of(edges, v)).or_default() += 1;
+        let bin = u32::try_from(bin_of(edges, v)).unwrap_or(u32::MAX);
+        match histogram.last_mut() {
+            Some((b, n)) if *b == bin => *n += 1,
+            _ => histogram.push((bin, 1)),
+        }
     }
-    let mut histogram: Vec<(u32, i64)> = bins
-        .into_iter()
-        .map(|(b, n)| (u32::try_from(b).unwrap_or(u32::MAX), n))
-        .collect();
-    histogram.sort_unstable();
     StatBucket {
         first_step,
         last_step,

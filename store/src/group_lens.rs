@@ -2,7 +2,9 @@
 //! each root. The database sums up every group for the zero-spread series; the
 //! listed step's groups are read sample by sample and measured here.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use treeline_wire::groups::{
     Group, GroupBy, GroupStep, Groups, GroupsQuery, Sample, GROUP_RANKED, GROUP_STEPS_MAX,
@@ -12,6 +14,7 @@ use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::search::{push_driver, Term};
+use super::step_values::{Labels, RunSteps, StepNumbers, StepTexts};
 use super::trace_list::push_conditions;
 use super::{StoreResult, TraceQuery};
 
@@ -32,36 +35,30 @@ impl<DB: Dialect> Reader<DB> {
             value: format!("attr.{}", lens.value),
             ..Groups::default()
         };
-        let Some(terms) = self.resolve_terms(query).await? else {
-            return Ok(Groups {
-                empty: Some("no trace matches".into()),
-                ..answer
-            });
-        };
-        // Each group's figures from the database, a row a group; the samples only of
-        // the groups listed.
-        let mut q = Sql::new(
-            "SELECT x.g AS g, MIN(CASE WHEN x.v IS NOT NULL THEN x.step END) AS step,
-                    MAX(CASE WHEN x.v IS NOT NULL THEN x.step END) AS last,
-                    COUNT(x.v) AS n, MIN(x.v) AS lo, MAX(x.v) AS hi FROM (",
-        );
-        push_samples(&mut q, query, &terms, lens);
-        q.push(") x GROUP BY x.g");
-        let mut figures: Vec<Figures> = Vec::new();
-        for row in self.rows(q).await? {
-            let (Some(key), n) = (row.text("g")?, row.req_int("n")?) else {
-                continue;
-            };
-            if n > 0 {
-                figures.push(Figures {
-                    key,
-                    step: row.int("step")?,
-                    last: row.int("last")?,
-                    size: n,
-                    same: row.float("lo")? == row.float("hi")?,
-                });
+        let source = match &lens.by {
+            GroupBy::Attr(key)
+                if RunSteps::of(query).is_some() && !self.has_number(query, key).await? =>
+            {
+                Source::ByStep(self.samples_by_step(query, key, &lens.value).await?)
             }
-        }
+            _ => match self.resolve_terms(query).await? {
+                Some(terms) => Source::Traces(terms),
+                None => {
+                    return Ok(Groups {
+                        empty: Some("no trace matches".into()),
+                        ..answer
+                    })
+                }
+            },
+        };
+        let resolved = match &source {
+            Source::ByStep(samples) => samples.resolved(),
+            Source::Traces(_) => Vec::new(),
+        };
+        let figures = match &source {
+            Source::ByStep(_) => figures_of(&resolved),
+            Source::Traces(terms) => self.figures(query, terms, lens).await?,
+        };
         if figures.is_empty() {
             let empty = match &lens.by {
                 GroupBy::Attr(key) => format!(
@@ -91,10 +88,16 @@ impl<DB: Dialect> Reader<DB> {
             }
         }
         let step = lens.step.or_else(|| steps.keys().next_back().copied());
-        let mut listed = self.listed(query, &terms, lens, step, &figures).await?;
+        let mut listed = match &source {
+            Source::ByStep(_) => listed_of(&resolved, step, &figures),
+            Source::Traces(terms) => self.listed(query, terms, lens, step, &figures).await?,
+        };
         listed.sort_by(|a, b| a.spread.total_cmp(&b.spread).then(a.key.cmp(&b.key)));
         let more = listed.len() > lens.limit;
         listed.truncate(lens.limit);
+        if let Source::ByStep(_) = source {
+            self.root_spans(query, &mut listed).await?;
+        }
         let steps: Vec<GroupStep> = steps.into_values().collect();
         // The latest steps, when a run has more than the series shows.
         let skip = steps.len().saturating_sub(GROUP_STEPS_MAX);
@@ -105,6 +108,99 @@ impl<DB: Dialect> Reader<DB> {
             groups_more: more,
             ..answer
         })
+    }
+
+    /// Each group's figures, a row a group, through the traces (any query).
+    async fn figures(
+        &self,
+        query: &TraceQuery,
+        terms: &[Term<'_>],
+        lens: &GroupsQuery,
+    ) -> StoreResult<Vec<Figures>> {
+        let mut q = Sql::new(
+            "SELECT x.g AS g, MIN(CASE WHEN x.v IS NOT NULL THEN x.step END) AS step,
+                    MAX(CASE WHEN x.v IS NOT NULL THEN x.step END) AS last,
+                    COUNT(x.v) AS n, MIN(x.v) AS lo, MAX(x.v) AS hi FROM (",
+        );
+        push_samples(&mut q, query, terms, lens);
+        q.push(") x GROUP BY x.g");
+        let mut figures: Vec<Figures> = Vec::new();
+        for row in self.rows(q).await? {
+            let (Some(key), n) = (row.text("g")?, row.req_int("n")?) else {
+                continue;
+            };
+            if n > 0 {
+                figures.push(Figures {
+                    key,
+                    step: row.int("step")?,
+                    last: row.int("last")?,
+                    size: n,
+                    same: row.float("lo")? == row.float("hi")?,
+                });
+            }
+        }
+        Ok(figures)
+    }
+
+    /// The samples of a whole run (or a range of its steps) grouped by a string
+    /// key, read by step from the values' indexes (see `step_values`).
+    async fn samples_by_step(
+        &self,
+        query: &TraceQuery,
+        key: &str,
+        value: &str,
+    ) -> StoreResult<StepSamples> {
+        let halves = self.run_halves(query).await?;
+        let mut parts: Vec<RunSteps> = halves.iter().filter_map(RunSteps::of).collect();
+        // A group may hold samples without a step; halves of the steps leave them out.
+        if let Some(whole) = RunSteps::of(query).filter(|w| !w.bounded()) {
+            if parts.iter().any(RunSteps::bounded) {
+                parts.push(whole.unstepped());
+            }
+        }
+        let reads = parts.into_iter().map(|part| {
+            futures::future::try_join(
+                self.step_numbers(part, value, false),
+                self.step_texts(part, key, false),
+            )
+        });
+        let mut samples = StepSamples::default();
+        for (numbers, texts) in futures::future::try_join_all(reads).await? {
+            samples.numbers.extend(numbers);
+            samples.texts.extend(texts);
+        }
+        Ok(samples)
+    }
+
+    /// The root span of each listed sample, which `samples_by_step` does not read.
+    async fn root_spans(&self, query: &TraceQuery, groups: &mut [Group]) -> StoreResult<()> {
+        let Some(run_id) = query.run_id.as_deref() else {
+            return Ok(());
+        };
+        let ids: Vec<String> = groups
+            .iter()
+            .flat_map(|g| g.ranked.iter().map(|s| s.trace_id.clone()))
+            .collect();
+        let mut roots: HashMap<String, String> = HashMap::new();
+        for chunk in ids.chunks(ROOTS_CHUNK) {
+            let mut q = Sql::new("SELECT t.trace_id AS trace_id, t.root_span_id AS span_id FROM traces t WHERE t.run_id = ");
+            q.bind(run_id).push(" AND t.trace_id IN (");
+            for (i, id) in chunk.iter().enumerate() {
+                q.push(if i == 0 { "" } else { ", " }).bind(id.as_str());
+            }
+            q.push(")");
+            for row in self.rows(q).await? {
+                if let Some(span_id) = row.text("span_id")? {
+                    roots.insert(row.req_text("trace_id")?, span_id);
+                }
+            }
+        }
+        for sample in groups.iter_mut().flat_map(|g| g.ranked.iter_mut()) {
+            if let Some(span_id) = roots.get(&sample.trace_id) {
+                sample.span_id.clone_from(span_id);
+            }
+        }
+        Ok(())
     }
 
     /// The groups of `step`, measured from their samples: the steps from `step` to
@@ -194,6 +290,116 @@ fn push_samples<'a, DB: Dialect>(
     }
     q.push(" WHERE 1 = 1");
     push_conditions(q, query, terms);
+}
+
+/// Trace ids a lookup of root spans binds at most.
+const ROOTS_CHUNK: usize = 500;
+
+/// Where the samples come from: the values' indexes for a whole run grouped by a
+/// string key, the traces otherwise.
+enum Source<'q> {
+    ByStep(StepSamples),
+    Traces(Vec<Term<'q>>),
+}
+
+/// A run's values and group keys by step, as `samples_by_step` read them.
+#[derive(Default)]
+struct StepSamples {
+    numbers: Vec<StepNumbers>,
+    texts: Vec<StepTexts>,
+}
+
+impl StepSamples {
+    /// Each sample that has a value and a group: `(group, step, trace_id, value)`.
+    fn resolved(&self) -> Vec<Resolved<'_>> {
+        let labels = Labels::new(&self.texts);
+        self.numbers
+            .iter()
+            .flat_map(|of_step| {
+                let labels = &labels;
+                of_step.iter().filter_map(move |(trace_id, value)| {
+                    let group = labels.get(of_step.step, trace_id)?;
+                    Some((group, of_step.step, trace_id, value))
+                })
+            })
+            .collect()
+    }
+}
+
+/// A sample as `StepSamples::resolved` lists it: `(group, step, trace_id, value)`.
+type Resolved<'s> = (&'s str, Option<i64>, &'s str, f64);
+
+/// Each group's figures from its samples, as `Reader::figures` reads them.
+fn figures_of(samples: &[Resolved<'_>]) -> Vec<Figures> {
+    let mut by_group: HashMap<&str, Tally> = HashMap::new();
+    for &(group, step, _, v) in samples {
+        let f = by_group.entry(group).or_insert(Tally {
+            first: None,
+            last: None,
+            size: 0,
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+        });
+        // The first and last steps, as MIN and MAX take them: steps only.
+        f.first = match (f.first, step) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        f.last = f.last.max(step);
+        f.size += 1;
+        f.lo = f.lo.min(v);
+        f.hi = f.hi.max(v);
+    }
+    by_group
+        .into_iter()
+        .map(|(key, t)| Figures {
+            key: key.to_string(),
+            step: t.first,
+            last: t.last,
+            size: t.size,
+            same: t.lo == t.hi,
+        })
+        .collect()
+}
+
+/// A group's samples so far: first and last step, count, least and greatest value.
+struct Tally {
+    first: Option<i64>,
+    last: Option<i64>,
+    size: i64,
+    lo: f64,
+    hi: f64,
+}
+
+/// The groups whose first step is `step`, measured from `samples`; their samples
+/// have no span yet.
+fn listed_of(samples: &[Resolved<'_>], step: Option<i64>, figures: &[Figures]) -> Vec<Group> {
+    let keys: HashSet<&str> = figures
+        .iter()
+        .filter(|f| f.step == step)
+        .map(|f| f.key.as_str())
+        .collect();
+    let mut groups: HashMap<&str, Acc> = HashMap::new();
+    for &(group, at, trace_id, value) in samples {
+        // A sample without a step is not at a group's step (as `Reader::listed`
+        // reads them).
+        if !keys.contains(group) || (step.is_some() && at.is_none()) {
+            continue;
+        }
+        let acc = groups.entry(group).or_default();
+        if let Some(at) = at {
+            acc.step = Some(acc.step.map_or(at, |s| s.min(at)));
+        }
+        acc.samples.push(Sample {
+            trace_id: trace_id.to_string(),
+            span_id: String::new(),
+            value,
+        });
+    }
+    groups
+        .into_iter()
+        .map(|(k, a)| measure(k.to_string(), a))
+        .collect()
 }
 
 /// What the database says of a group: enough for the zero-spread series.

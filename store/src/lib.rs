@@ -39,6 +39,7 @@ mod sqlite;
 mod statements;
 mod stats;
 mod step_halves;
+mod step_values;
 mod trace_list;
 
 use async_trait::async_trait;

@@ -104,6 +104,11 @@ const SQLITE: Embedded = Embedded(&[
         "text search",
         include_str!("../migrations/sqlite/0018_text_search.sql"),
     ),
+    (
+        19,
+        "step values",
+        include_str!("../migrations/sqlite/0019_step_values.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -196,6 +201,11 @@ const POSTGRES: Embedded = Embedded(&[
         18,
         "text search",
         include_str!("../migrations/postgres/0018_text_search.sql"),
+    ),
+    (
+        19,
+        "step values",
+        include_str!("../migrations/postgres/0019_step_values.sql"),
     ),
 ]);
 

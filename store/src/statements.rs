@@ -169,7 +169,7 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
     ));
 }
 
-/// Rows of `trace_numbers` or `trace_texts` per statement: five arguments each at
+/// Rows of `trace_numbers` or `trace_texts` per statement: six arguments each at
 /// most, far under SQLite's bound on arguments.
 pub(super) const NUMBER_CHUNK: usize = 1_000;
 
@@ -183,26 +183,47 @@ pub(super) const TEXT_MAX_BYTES: usize = 256;
 /// attribute merge keeps the latest value either way).
 #[derive(Default)]
 pub(super) struct ValueChanges<'a> {
-    pub numbers: Vec<(&'a str, &'a str, f64)>,
+    pub numbers: Vec<ValueRow<'a, f64>>,
     pub not_numbers: Vec<(&'a str, &'a str)>,
-    pub texts: Vec<(&'a str, &'a str, &'a str)>,
+    pub texts: Vec<ValueRow<'a, &'a str>>,
     pub not_texts: Vec<(&'a str, &'a str)>,
+}
+
+/// A root attribute's row: its trace, key and value, and the trace's step.
+#[derive(Clone, Copy)]
+pub(super) struct ValueRow<'a, V> {
+    pub trace_id: &'a str,
+    pub key: &'a str,
+    pub value: V,
+    pub step: Option<i64>,
 }
 
 pub(super) fn trace_values(traces: &[TraceWrite]) -> ValueChanges<'_> {
     let mut c = ValueChanges::default();
     for w in traces {
         let trace = w.state.trace_id.as_str();
+        let step = w.state.step;
+        let row = |key, value| ValueRow {
+            trace_id: trace,
+            key,
+            value,
+            step,
+        };
         for (key, value) in &w.attributes {
             let key = key.as_str();
             match value.as_f64() {
-                Some(n) => c.numbers.push((trace, key, n)),
+                Some(n) => c.numbers.push(row(key, n)),
                 None => c.not_numbers.push((trace, key)),
             }
             // No NUL: a PostgreSQL text cannot hold one.
             match value.as_str() {
                 Some(text) if text.len() <= TEXT_MAX_BYTES && !text.contains('\0') => {
-                    c.texts.push((trace, key, text));
+                    c.texts.push(ValueRow {
+                        trace_id: trace,
+                        key,
+                        value: text,
+                        step,
+                    });
                 }
                 _ => c.not_texts.push((trace, key)),
             }
@@ -216,32 +237,45 @@ pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     project: &'a str,
-    rows: &[(&'a str, &'a str, f64)],
+    rows: &[ValueRow<'a, f64>],
 ) {
-    q.push("INSERT INTO trace_numbers (run_id, trace_id, key, project, value) ");
-    push_values(q, rows.iter().copied(), |(trace_id, key, value)| {
+    q.push("INSERT INTO trace_numbers (run_id, trace_id, key, project, value, step) ");
+    push_values(q, rows.iter().copied(), |r| {
         [
             run_id.into(),
-            trace_id.into(),
-            key.into(),
+            r.trace_id.into(),
+            r.key.into(),
             project.into(),
-            value.into(),
+            r.value.into(),
+            r.step.into(),
         ]
     });
-    q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
+    q.push(
+        " ON CONFLICT (run_id, trace_id, key) DO UPDATE \
+         SET value = excluded.value, step = excluded.step",
+    );
 }
 
 /// Stores each key's latest short string.
 pub(super) fn trace_texts_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
-    rows: &[(&'a str, &'a str, &'a str)],
+    rows: &[ValueRow<'a, &'a str>],
 ) {
-    q.push("INSERT INTO trace_texts (run_id, trace_id, key, value) ");
-    push_values(q, rows.iter().copied(), |(trace_id, key, value)| {
-        [run_id.into(), trace_id.into(), key.into(), value.into()]
+    q.push("INSERT INTO trace_texts (run_id, trace_id, key, value, step) ");
+    push_values(q, rows.iter().copied(), |r| {
+        [
+            run_id.into(),
+            r.trace_id.into(),
+            r.key.into(),
+            r.value.into(),
+            r.step.into(),
+        ]
     });
-    q.push(" ON CONFLICT (run_id, trace_id, key) DO UPDATE SET value = excluded.value");
+    q.push(
+        " ON CONFLICT (run_id, trace_id, key) DO UPDATE \
+         SET value = excluded.value, step = excluded.step",
+    );
 }
 
 /// Drops the rows of `table` (`trace_numbers` or `trace_texts`) of keys whose latest

@@ -1,6 +1,9 @@
 //! Reading a distribution: the matching traces of a run as a row a (step, split
 //! label) holding their values, the two halves of the steps read at once, then
-//! summarized by [`super::distribution`].
+//! summarized by [`super::distribution`]. A root attribute over a whole run is read
+//! from the values' indexes by step instead (see [`super::step_values`]).
+
+use foldhash::{HashMap, HashMapExt};
 
 use treeline_wire::filter::ATTR_PREFIX;
 use treeline_wire::stats::{Measure, Stats, StatsQuery};
@@ -11,6 +14,7 @@ use super::distribution::{summarize, Cell};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::search::{push_driver, Term};
+use super::step_values::{number_list, Labels, RunSteps};
 use super::trace_list::{push_conditions, total};
 use super::{StoreError, StoreResult, TraceQuery};
 
@@ -27,45 +31,28 @@ impl<DB: Dialect> Reader<DB> {
             split: split.map(|k| format!("{ATTR_PREFIX}{k}")),
             ..s
         };
-        let Some(terms) = self.resolve_terms(query).await? else {
-            return Ok(answer(Stats {
-                empty: Some("no trace matches".into()),
-                ..Stats::default()
-            }));
-        };
-        let parts = self.step_halves(query).await?;
-        let reads = parts
-            .iter()
-            .map(|part| self.rows(cells_sql::<DB>(part, &terms, &stats.value, split)));
-        let rows: Vec<_> = futures::future::try_join_all(reads)
-            .await?
-            .into_iter()
-            .flatten()
-            .collect();
-        let (mut cells, mut left_out, mut unsplit, mut counted) =
-            (Vec::with_capacity(rows.len()), 0, 0, 0);
-        for row in &rows {
-            let k = row.req_int("k")?;
-            left_out += row.req_int("n")? - k;
-            if k == 0 {
-                continue;
+        let read = match &stats.value {
+            Measure::Attr(key) if RunSteps::of(query).is_some() => {
+                self.cells_by_step(query, key, split).await?
             }
-            let label = match split {
-                Some(_) => row.text("label")?,
-                None => None,
-            };
-            unsplit += if split.is_some() && label.is_none() {
-                k
-            } else {
-                0
-            };
-            counted += k;
-            cells.push(Cell {
-                step: row.req_int("step")?,
-                label,
-                values: number_list(&row.req_text("vs")?)?,
-            });
-        }
+            _ => {
+                let Some(terms) = self.resolve_terms(query).await? else {
+                    return Ok(answer(Stats {
+                        empty: Some("no trace matches".into()),
+                        ..Stats::default()
+                    }));
+                };
+                self.cells_of_traces(query, &terms, &stats.value, split)
+                    .await?
+            }
+        };
+        let Read {
+            cells,
+            left_out,
+            unsplit,
+            counted,
+            stepped,
+        } = read;
         if cells.is_empty() {
             if let Measure::Attr(key) = &stats.value {
                 if left_out > 0 && self.has_text(query, key).await? {
@@ -78,7 +65,7 @@ impl<DB: Dialect> Reader<DB> {
                     )));
                 }
             }
-            let empty = if rows.is_empty() {
+            let empty = if !stepped {
                 "no matching trace has a step".to_string()
             } else {
                 format!("no matching trace at a step has a number for {value_name}")
@@ -104,6 +91,100 @@ impl<DB: Dialect> Reader<DB> {
         }))
     }
 
+    /// The cells of a query's traces, read through the traces (any query).
+    async fn cells_of_traces(
+        &self,
+        query: &TraceQuery,
+        terms: &[Term<'_>],
+        value: &Measure,
+        split: Option<&str>,
+    ) -> StoreResult<Read> {
+        let parts = self.step_halves(query).await?;
+        let reads = parts
+            .iter()
+            .map(|part| self.rows(cells_sql::<DB>(part, terms, value, split)));
+        let rows: Vec<_> = futures::future::try_join_all(reads)
+            .await?
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut read = Read {
+            cells: Vec::with_capacity(rows.len()),
+            stepped: !rows.is_empty(),
+            ..Read::default()
+        };
+        for row in &rows {
+            let k = row.req_int("k")?;
+            read.left_out += row.req_int("n")? - k;
+            if k == 0 {
+                continue;
+            }
+            let label = match split {
+                Some(_) => row.text("label")?,
+                None => None,
+            };
+            read.count(k, split.is_some() && label.is_none());
+            read.cells.push(Cell {
+                step: row.req_int("step")?,
+                label,
+                values: number_list(&row.req_text("vs")?)?,
+            });
+        }
+        Ok(read)
+    }
+
+    /// The cells of a whole run's traces (or a range of its steps) for a root
+    /// attribute, read by step from the values' indexes (see `step_values`).
+    async fn cells_by_step(
+        &self,
+        query: &TraceQuery,
+        key: &str,
+        split: Option<&str>,
+    ) -> StoreResult<Read> {
+        let parts = self.run_halves(query).await?;
+        let reads = parts.iter().filter_map(RunSteps::of).map(|part| {
+            let labels = async move {
+                match split {
+                    Some(label) => self.step_texts(part, label, true).await,
+                    None => Ok(Vec::new()),
+                }
+            };
+            futures::future::try_join3(
+                self.step_numbers(part, key, true),
+                labels,
+                self.stepped_traces(part),
+            )
+        });
+        let mut read = Read::default();
+        let mut traces = 0;
+        for (numbers, texts, stepped) in futures::future::try_join_all(reads).await? {
+            traces += stepped;
+            let labels = Labels::new(&texts);
+            for of_step in &numbers {
+                let Some(step) = of_step.step else {
+                    continue;
+                };
+                let mut by_label: HashMap<Option<&str>, Vec<f64>> = HashMap::new();
+                for (trace_id, value) in of_step.iter() {
+                    let label = labels.get(Some(step), trace_id);
+                    by_label.entry(label).or_default().push(value);
+                }
+                for (label, values) in by_label {
+                    read.count(values.len() as i64, split.is_some() && label.is_none());
+                    read.cells.push(Cell {
+                        step,
+                        label: label.map(str::to_string),
+                        values,
+                    });
+                }
+            }
+        }
+        // Retention removes a trace's values before the trace itself.
+        read.left_out = traces.saturating_sub(read.counted).max(0);
+        read.stepped = traces > 0;
+        Ok(read)
+    }
+
     /// Whether a trace of the query's run has a string for the root attribute `key`.
     async fn has_text(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
         let mut q = Sql::new("SELECT 1 AS one FROM traces t WHERE t.run_id = ");
@@ -115,7 +196,7 @@ impl<DB: Dialect> Reader<DB> {
     }
 
     /// Whether a trace of the query's run has a number for the root attribute `key`.
-    async fn has_number(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
+    pub(super) async fn has_number(&self, query: &TraceQuery, key: &str) -> StoreResult<bool> {
         let mut q = Sql::new("SELECT 1 AS one FROM trace_numbers n WHERE n.run_id = ");
         q.bind(query.run_id.as_deref().unwrap_or_default())
             .push(" AND n.key = ")
@@ -173,12 +254,24 @@ fn cells_sql<'a, DB: Dialect>(
     q
 }
 
-/// The numbers of a [`Dialect::number_list`].
-fn number_list(text: &str) -> StoreResult<Vec<f64>> {
-    text.split(',')
-        .map(|n| {
-            n.parse()
-                .map_err(|_| StoreError::Corrupt(format!("a number list holds {n:?}")))
-        })
-        .collect()
+/// The cells of a distribution and what they leave out.
+#[derive(Default)]
+struct Read {
+    cells: Vec<Cell>,
+    /// Traces at a step without a number for the value.
+    left_out: i64,
+    /// Traces counted without a string for the split.
+    unsplit: i64,
+    counted: i64,
+    /// Whether a matching trace has a step.
+    stepped: bool,
+}
+
+impl Read {
+    fn count(&mut self, traces: i64, unsplit: bool) {
+        self.counted += traces;
+        if unsplit {
+            self.unsplit += traces;
+        }
+    }
 }

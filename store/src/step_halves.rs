@@ -12,7 +12,17 @@ impl<DB: Dialect> Reader<DB> {
     /// one step in range (or the database reads in parallel itself). The halves
     /// hold only traces that have a step.
     pub(super) async fn step_halves(&self, query: &TraceQuery) -> StoreResult<Vec<TraceQuery>> {
-        let Some(run_id) = query.run_id.as_deref().filter(|_| DB::SCAN_IN_HALVES) else {
+        if !DB::SCAN_IN_HALVES {
+            return Ok(vec![query.clone()]);
+        }
+        self.run_halves(query).await
+    }
+
+    /// [`Reader::step_halves`] on either database: for reads that build no hash
+    /// table (ranges of an index read in order), which PostgreSQL does not run in
+    /// parallel itself.
+    pub(super) async fn run_halves(&self, query: &TraceQuery) -> StoreResult<Vec<TraceQuery>> {
+        let Some(run_id) = query.run_id.as_deref() else {
             return Ok(vec![query.clone()]);
         };
         // Two subqueries: each of MIN and MAX alone is one seek in the index.

@@ -412,7 +412,61 @@ async fn what_changed_puts_the_injected_failure_first(s: S) {
     assert_eq!(listed(&s, &first.filters, (0, 9)).await, 0);
 }
 
+/// A view over a whole run reads the values' indexes by step; a filter every trace
+/// passes makes it read the traces. Both say the same, also of a trace whose step
+/// changed after its attributes were stored (a second top-level span) and of one
+/// without a step.
+async fn a_whole_run_reads_the_same_by_step_as_through_its_traces(s: S) {
+    reward_run(&s).await;
+    write(
+        &s,
+        "r1",
+        &[
+            with(
+                open("t00", "again", None, "rollout", 60),
+                json!({"step": 9}),
+            ),
+            close("t00", "again", "ok", 61),
+        ],
+    )
+    .await;
+    let whole = traces(&[]);
+    let every = traces(&["attr.family exists".to_string()]);
+    let q = stats_query("value=attr.reward&split=attr.family&buckets=5&bins=4");
+    let by_step = s.reads().stats(&whole, &q).await.expect("stats");
+    let through = s.reads().stats(&every, &q).await.expect("stats");
+    assert_eq!(
+        serde_json::to_value(&by_step).expect("json"),
+        serde_json::to_value(&through).expect("json")
+    );
+    assert_eq!((by_step.traces, by_step.left_out), (20, 1));
+    // t00 (reward 0) now counts at step 9: steps 8–9 hold 0, 16, 17, 18 and 19.
+    let last = by_step.series[0].buckets.last().expect("a bucket");
+    assert_eq!((last.first_step, last.count, last.min), (8, 5, 0.0));
+    let q = GroupsQuery::parse("by=attr.family&value=attr.reward").expect("valid");
+    let by_step = s.reads().groups(&whole, &q).await.expect("groups");
+    let through = s.reads().groups(&every, &q).await.expect("groups");
+    assert_eq!(
+        serde_json::to_value(&by_step).expect("json"),
+        serde_json::to_value(&through).expect("json")
+    );
+    // The lens lists the groups that start at the last first step: family a, at step 1
+    // now that t00 is at step 9. Its trace without a step is not at a step.
+    let sizes: Vec<(&str, i64)> = by_step
+        .groups
+        .iter()
+        .map(|g| (g.key.as_str(), g.size))
+        .collect();
+    assert_eq!(sizes, [("a", 10)]);
+    assert!(by_step
+        .groups
+        .iter()
+        .flat_map(|g| &g.ranked)
+        .all(|s| !s.span_id.is_empty()));
+}
+
 on_both!(tokio::test, |t| t.store.clone();
+    a_whole_run_reads_the_same_by_step_as_through_its_traces,
     a_distribution_counts_deciles_and_bins_every_step_bucket,
     a_split_lists_the_common_values_and_the_rest_as_links,
     a_distribution_refuses_a_string_value_and_a_number_split,
