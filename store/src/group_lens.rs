@@ -1,6 +1,8 @@
 //! The group lens: samples are traces sharing a root attribute, or the children of
 //! each root. The database sums up every group for the zero-spread series; the
-//! listed step's groups are read sample by sample and measured here.
+//! listed step's groups are read sample by sample and measured here. Over a whole
+//! run grouped by a string key, every sample is read once from the values' indexes
+//! by step instead (see [`super::step_values`]), and both are done here.
 
 use std::collections::BTreeMap;
 
