@@ -37,13 +37,17 @@ impl<DB: Dialect> Reader<DB> {
             value: format!("attr.{}", lens.value),
             ..Groups::default()
         };
-        let source = match &lens.by {
-            GroupBy::Attr(key)
-                if RunSteps::of(query).is_some() && !self.has_number(query, key).await? =>
-            {
-                Source::ByStep(self.samples_by_step(query, key, &lens.value).await?)
+        let by_step = match (&lens.by, RunSteps::of(query)) {
+            (GroupBy::Attr(key), Some(steps)) if !self.has_number(query, key).await? => {
+                Some((steps, key))
             }
-            _ => match self.resolve_terms(query).await? {
+            _ => None,
+        };
+        let source = match by_step {
+            Some((steps, key)) => {
+                Source::ByStep(self.samples_by_step(steps, query, key, &lens.value).await?)
+            }
+            None => match self.resolve_terms(query).await? {
                 Some(terms) => Source::Traces(terms),
                 None => {
                     return Ok(Groups {
@@ -148,18 +152,13 @@ impl<DB: Dialect> Reader<DB> {
     /// key, read by step from the values' indexes (see `step_values`).
     async fn samples_by_step(
         &self,
+        steps: RunSteps<'_>,
         query: &TraceQuery,
         key: &str,
         value: &str,
     ) -> StoreResult<StepSamples> {
-        let halves = self.run_halves(query).await?;
-        let mut parts: Vec<RunSteps> = halves.iter().filter_map(RunSteps::of).collect();
         // A group may hold samples without a step; halves of the steps leave them out.
-        if let Some(whole) = RunSteps::of(query).filter(|w| !w.bounded()) {
-            if parts.iter().any(RunSteps::bounded) {
-                parts.push(whole.unstepped());
-            }
-        }
+        let parts = self.step_parts(steps, query, true).await?;
         let reads = parts.into_iter().map(|part| {
             futures::future::try_join(
                 self.step_numbers(part, value, false),

@@ -32,19 +32,17 @@ impl<DB: Dialect> Reader<DB> {
             ..s
         };
         let read = match &stats.value {
-            Measure::Attr(key) if RunSteps::of(query).is_some() => {
-                self.cells_by_step(query, key, split).await?
-            }
-            _ => {
-                let Some(terms) = self.resolve_terms(query).await? else {
-                    return Ok(answer(Stats {
-                        empty: Some("no trace matches".into()),
-                        ..Stats::default()
-                    }));
-                };
-                self.cells_of_traces(query, &terms, &stats.value, split)
-                    .await?
-            }
+            Measure::Attr(key) => match RunSteps::of(query) {
+                Some(steps) => self.cells_by_step(steps, query, key, split).await?,
+                None => self.cells_matching(query, &stats.value, split).await?,
+            },
+            Measure::Total(_) => self.cells_matching(query, &stats.value, split).await?,
+        };
+        let Some(read) = read else {
+            return Ok(answer(Stats {
+                empty: Some("no trace matches".into()),
+                ..Stats::default()
+            }));
         };
         let Read {
             cells,
@@ -89,6 +87,22 @@ impl<DB: Dialect> Reader<DB> {
             unsplit,
             ..summarize(&cells, split, stats.buckets, stats.bins)
         }))
+    }
+
+    /// The cells of a query's traces, read through the traces (any query); none
+    /// when a search term or filter matches no trace.
+    async fn cells_matching(
+        &self,
+        query: &TraceQuery,
+        value: &Measure,
+        split: Option<&str>,
+    ) -> StoreResult<Option<Read>> {
+        let Some(terms) = self.resolve_terms(query).await? else {
+            return Ok(None);
+        };
+        Ok(Some(
+            self.cells_of_traces(query, &terms, value, split).await?,
+        ))
     }
 
     /// The cells of a query's traces, read through the traces (any query).
@@ -137,12 +151,13 @@ impl<DB: Dialect> Reader<DB> {
     /// attribute, read by step from the values' indexes (see `step_values`).
     async fn cells_by_step(
         &self,
+        steps: RunSteps<'_>,
         query: &TraceQuery,
         key: &str,
         split: Option<&str>,
-    ) -> StoreResult<Read> {
-        let parts = self.run_halves(query).await?;
-        let reads = parts.iter().filter_map(RunSteps::of).map(|part| {
+    ) -> StoreResult<Option<Read>> {
+        let parts = self.step_parts(steps, query, false).await?;
+        let reads = parts.into_iter().map(|part| {
             let labels = async move {
                 match split {
                     Some(label) => self.step_texts(part, label, true).await,
@@ -182,7 +197,7 @@ impl<DB: Dialect> Reader<DB> {
         // Retention removes a trace's values before the trace itself.
         read.left_out = traces.saturating_sub(read.counted).max(0);
         read.stepped = traces > 0;
-        Ok(read)
+        Ok(Some(read))
     }
 
     /// Whether a trace of the query's run has a string for the root attribute `key`.

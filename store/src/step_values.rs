@@ -63,7 +63,7 @@ impl<'q> RunSteps<'q> {
     }
 
     /// The same run's traces without a step, which a range of steps leaves out.
-    pub(super) fn unstepped(self) -> Self {
+    fn unstepped(self) -> Self {
         RunSteps {
             unstepped: true,
             ..self
@@ -71,7 +71,7 @@ impl<'q> RunSteps<'q> {
     }
 
     /// Whether a range of steps leaves out traces without a step.
-    pub(super) fn bounded(&self) -> bool {
+    fn bounded(&self) -> bool {
         self.min_step.is_some() || self.max_step.is_some()
     }
 
@@ -137,6 +137,30 @@ impl<'a> Labels<'a> {
 }
 
 impl<DB: Dialect> Reader<DB> {
+    /// `steps` in the parts that read at once: the halves of its steps (see
+    /// [`Reader::run_halves`]), and with `unstepped`, when halves leave them out,
+    /// the run's traces without a step.
+    pub(super) async fn step_parts<'q>(
+        &self,
+        steps: RunSteps<'q>,
+        query: &TraceQuery,
+        unstepped: bool,
+    ) -> StoreResult<Vec<RunSteps<'q>>> {
+        let halves = self.run_halves(query).await?;
+        let mut parts: Vec<RunSteps<'q>> = halves
+            .iter()
+            .map(|half| RunSteps {
+                min_step: half.min_step,
+                max_step: half.max_step,
+                ..steps
+            })
+            .collect();
+        if unstepped && !steps.bounded() && parts.iter().any(RunSteps::bounded) {
+            parts.push(steps.unstepped());
+        }
+        Ok(parts)
+    }
+
     /// `key`'s numbers on the traces of `steps`, a row a step in step order;
     /// `stepped` leaves out the traces without a step.
     pub(super) async fn step_numbers(
