@@ -76,6 +76,42 @@ test("the runs list tells failed roots from failures beneath", async ({ page, re
   await expect(page.locator(".facts")).toContainText("4 (1 failed, 3 with failures beneath)");
 });
 
+/** A size as the dashboard writes it ("812 B", "4.07 MB"), in bytes. */
+function bytesOf(text: string): number {
+  const m = /^(\d+(?:\.\d+)?) (B|kB|MB|GB)$/.exec(text.trim());
+  expect(m, `a size: ${text}`).not.toBeNull();
+  return Number(m![1]) * { B: 1, kB: 1e3, MB: 1e6, GB: 1e9 }[m![2] as "B"];
+}
+
+test("each run's size on disk reads in the list, above it and in Run Detail", async ({ page, request }) => {
+  await createRun(request, "e2e-sized-chat", "sizes-e2e", "chat bodies");
+  await createRun(request, "e2e-sized-bare", "sizes-e2e", "bare spans");
+  const prompt = "Summarise the episode and say which move lost the reward. ".repeat(400);
+  for (const [run, body] of [["e2e-sized-chat", prompt], ["e2e-sized-bare", null]] as const) {
+    const events: object[] = [];
+    for (let i = 0; i < 5; i++) {
+      events.push({ op: "open", trace_id: `s${i}`, span_id: "root", name: `rollout ${i}`, kind: "rollout", ts: 1, step: i,
+                    ...(body ? { input: { messages: [{ role: "user", content: `${i}: ${body}` }] } } : {}) });
+      events.push({ op: "close", trace_id: `s${i}`, span_id: "root", status: "ok", ts: 2 });
+    }
+    await sendEvents(request, run, events);
+  }
+  await page.goto("/?project=sizes-e2e");
+  const table = page.getByRole("table");
+  await expect(table.getByRole("columnheader", { name: "Size" })).toBeVisible();
+  const chat = bytesOf(await (await cellUnder(page, table.getByRole("row", { name: /chat bodies/ }), "Size")).innerText());
+  const bare = bytesOf(await (await cellUnder(page, table.getByRole("row", { name: /bare spans/ }), "Size")).innerText());
+  // Five prompts of 24 kB each weigh far more than five bare rollouts.
+  expect(chat).toBeGreaterThan(100_000);
+  expect(chat).toBeGreaterThan(10 * bare);
+  const total = bytesOf((await page.locator(".disk-size").innerText()).replace(" on disk", ""));
+  expect(total).toBeGreaterThanOrEqual(chat);
+  await page.goto("/runs/e2e-sized-chat");
+  const facts = page.locator(".facts");
+  await expect(facts.locator("dt", { hasText: "Size" })).toBeVisible();
+  expect(bytesOf(await facts.locator("dt:has-text('Size') + dd").innerText())).toBeGreaterThan(100_000);
+});
+
 test.describe("before hydration", () => {
   // goto must not wait for the page to go live: the test holds the bundle back.
   test.use({ untilLive: false });

@@ -36,6 +36,8 @@ enum Command {
     Runs(crate::run_admin::RunsArgs),
     /// Keep a project's traces for so many days (straight on the database).
     Retention(crate::retention_admin::RetentionArgs),
+    /// How much space the database takes, by project and by run (estimates).
+    Du(crate::disk_usage::DuArgs),
     /// Write a run's spans (bodies included) as JSON lines, one span a line.
     Export(crate::transfer::ExportArgs),
     /// Send spans written by `export` to a server.
@@ -201,6 +203,7 @@ pub fn main() -> ExitCode {
         Command::Keys(args) => runtime.block_on(crate::keys::run_command(args)),
         Command::Runs(args) => runtime.block_on(crate::run_admin::run_command(args)),
         Command::Retention(args) => runtime.block_on(crate::retention_admin::run_command(args)),
+        Command::Du(args) => runtime.block_on(crate::disk_usage::run_command(args)),
         Command::Export(args) => runtime.block_on(crate::transfer::export(args)),
         Command::Import(args) => runtime.block_on(crate::transfer::import(args)),
         Command::Seal(args) => seal(args),

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod database_args;
 #[cfg(feature = "devtools")]
 pub mod devtools;
+pub mod disk_usage;
 pub mod http;
 pub mod keys;
 pub mod otlp;

@@ -202,6 +202,10 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// Written after a text expression so that `<` and `>=` compare bytes, as an
     /// index on the same expression is ordered (PostgreSQL's locale may not).
     const BYTE_ORDER: &'static str;
+    /// One row, `used`: the bytes the database's tables and indexes take.
+    const USED_BYTES: &'static str;
+    /// One row, `free`: bytes the database holds free for reuse.
+    const FREE_BYTES: &'static str;
 
     /// A search term in the case of `lower()`, the database's own (SQLite's folds
     /// ASCII only).
@@ -351,6 +355,11 @@ impl Dialect for Sqlite {
     const LATERAL: bool = false;
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
+    const USED_BYTES: &'static str =
+        "SELECT (p.page_count - f.freelist_count) * s.page_size AS used \
+         FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
+    const FREE_BYTES: &'static str = "SELECT f.freelist_count * s.page_size AS free \
+         FROM pragma_freelist_count() AS f, pragma_page_size() AS s";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
     // CROSS JOIN keeps the pairs as the outer loop: two key probes each.
     const JSON_PAIRS: JsonPairs = JsonPairs {
@@ -572,6 +581,12 @@ impl Dialect for Postgres {
     const LATERAL: bool = true;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    // Tables with their indexes and TOAST, in the schema the store uses.
+    const USED_BYTES: &'static str =
+        "SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) AS used \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = current_schema() AND c.relkind = 'r'";
+    const FREE_BYTES: &'static str = "SELECT CAST(0 AS BIGINT) AS free";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_build_array", "({})::json");
     const JSON_PAIRS: JsonPairs = JsonPairs {
         before: "jsonb_array_elements(",

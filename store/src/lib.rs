@@ -35,6 +35,7 @@ mod run_deletion;
 mod run_list;
 mod run_writes;
 mod search;
+pub mod sizes;
 mod sqlite;
 mod statements;
 mod stats;
@@ -56,6 +57,7 @@ pub use metric_series::SeriesWindow;
 pub use postgres::PostgresStore;
 pub use reader::{Reader, Reads, MAX_ANCESTORS};
 pub use run_list::RunsAsked;
+pub use sizes::DiskUsage;
 pub use sqlite::SqliteStore;
 
 /// What can go wrong in the store, by who can fix it: the caller (`RunNotFound`,

@@ -109,6 +109,11 @@ const SQLITE: Embedded = Embedded(&[
         "step values",
         include_str!("../migrations/sqlite/0019_step_values.sql"),
     ),
+    (
+        20,
+        "sizes",
+        include_str!("../migrations/sqlite/0020_sizes.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -206,6 +211,11 @@ const POSTGRES: Embedded = Embedded(&[
         19,
         "step values",
         include_str!("../migrations/postgres/0019_step_values.sql"),
+    ),
+    (
+        20,
+        "sizes",
+        include_str!("../migrations/postgres/0020_sizes.sql"),
     ),
 ]);
 

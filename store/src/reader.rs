@@ -26,6 +26,7 @@ use super::dialect::{Dialect, Sql};
 use super::metric_series::SeriesWindow;
 use super::rows::{self, DbRow, SPAN_NODE_COLUMNS, TRACE_COLUMNS};
 use super::run_list::RunsAsked;
+use super::sizes::DiskUsage;
 use super::{Cursor, LevelStart, SpanLevel, StoreError, StoreResult, TraceQuery};
 
 /// How deep a deep link's ancestor walk goes before it gives up.
@@ -51,6 +52,9 @@ pub trait Reads: Send + Sync {
     /// keyset cursor, or sorted by a column (runs without its value last), paged by
     /// position. A cursor of the other kind is `BadCursor`.
     async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList>;
+    /// The database's space, every project's estimated size and the `limit`
+    /// largest runs (of `project`, if given); see [`crate::sizes`].
+    async fn disk_usage(&self, project: Option<&str>, limit: usize) -> StoreResult<DiskUsage>;
     /// The metric keys of the runs (of `project`, or all) and the config paths of
     /// the newest of them, each in name order and capped: what a runs list can
     /// show as columns.
@@ -194,7 +198,7 @@ impl<DB: Dialect> Reader<DB> {
         Ok(DB::fetch_all(&self.pool, q).await?)
     }
 
-    async fn row(&self, q: Sql<'_, DB>) -> StoreResult<Option<DB::Row>> {
+    pub(super) async fn row(&self, q: Sql<'_, DB>) -> StoreResult<Option<DB::Row>> {
         Ok(self.rows(q).await?.into_iter().next())
     }
 
@@ -401,10 +405,11 @@ impl<DB: Dialect> Reads for Reader<DB> {
         let rows = self
             .rows(Sql::new(
                 "SELECT project, COUNT(*) AS runs, CAST(SUM(trace_count) AS BIGINT) AS traces,
-                        MAX(updated_us) AS updated_us
+                        MAX(updated_us) AS updated_us, CAST(SUM(bytes) AS BIGINT) AS bytes
                    FROM runs GROUP BY project ORDER BY MAX(updated_us) DESC",
             ))
             .await?;
+        let scale = self.size_scale().await?;
         let policies: HashMap<String, RetentionPolicy> = super::retention::policies(&self.pool)
             .await?
             .into_iter()
@@ -419,6 +424,7 @@ impl<DB: Dialect> Reads for Reader<DB> {
                     runs: r.req_int("runs")?,
                     traces: r.req_int("traces")?,
                     updated_us: r.req_int("updated_us")?,
+                    size_bytes: scale.bytes(r.req_int("bytes")?),
                 })
             })
             .collect::<StoreResult<_>>()?;
@@ -436,6 +442,10 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn list_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList> {
         self.read_runs(asked).await
+    }
+
+    async fn disk_usage(&self, project: Option<&str>, limit: usize) -> StoreResult<DiskUsage> {
+        self.read_disk_usage(project, limit).await
     }
 
     async fn run_fields(&self, project: Option<&str>) -> StoreResult<RunFields> {
@@ -486,7 +496,9 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .iter()
             .map(|r| r.req_text("key"))
             .collect::<StoreResult<_>>()?;
-        Ok(Some(rows::run_detail(&row, metric_keys)?))
+        let mut run = rows::run_detail(&row, metric_keys)?;
+        run.summary.size_bytes = self.size_scale().await?.bytes(run.summary.size_bytes);
+        Ok(Some(run))
     }
 
     async fn metric_series(

@@ -186,6 +186,7 @@ struct Past {
     trace_id: String,
     spans: i64,
     activity: Activity,
+    bytes: i64,
 }
 
 /// Removes the run's oldest closed traces past `cutoff`, about `limit` spans' worth.
@@ -215,6 +216,7 @@ async fn expire_in_run<DB: Dialect>(
         let one = Past {
             spans: trace.span_count.max(1),
             activity: trace.activity(),
+            bytes: trace.bytes,
             trace_id: trace.trace_id,
         };
         if !past.is_empty() && spans.saturating_add(one.spans) > limit {
@@ -275,6 +277,7 @@ async fn expire_in_run<DB: Dialect>(
     let mut counts = Plan::default();
     for p in &past {
         counts.count(p.activity, -1);
+        counts.run.bytes = counts.run.bytes.saturating_sub(p.bytes);
     }
     if !counts.steps.is_empty() {
         let mut q = Sql::<DB>::new("");
@@ -294,6 +297,8 @@ async fn expire_in_run<DB: Dialect>(
         .bind(r.failed)
         .push(", unstepped_count = unstepped_count + ")
         .bind(r.unstepped)
+        .push(", bytes = bytes + ")
+        .bind(r.bytes)
         .push(" WHERE run_id = ")
         .bind(run_id);
     DB::execute(&mut *tx, q).await?;

@@ -63,7 +63,7 @@ impl DbRow for sqlx::postgres::PgRow {
 
 pub(super) const RUN_COLUMNS: &str =
     "run_id, project, name, status, start_us, end_us, trace_count, \
-     errored_count, failed_count, updated_us";
+     errored_count, failed_count, updated_us, bytes";
 
 pub(super) const SPAN_STATE_COLUMNS: &str =
     "s.trace_id, s.span_id, s.parent_span_id, s.tree_parent, \
@@ -82,13 +82,13 @@ pub(super) const SPAN_BODY_COLUMNS: &str =
 pub(super) const TRACE_STATE_COLUMNS: &str =
     "t.trace_id, t.root_span_id, t.name, t.kind, t.status, \
      t.kinds, t.span_count, t.error_count, t.child_tokens, t.root_tokens, t.iteration_count, \
-     t.step, t.rank, t.thread_id, t.rollout_id, t.start_us, t.end_us, t.updated_us";
+     t.step, t.rank, t.thread_id, t.rollout_id, t.start_us, t.end_us, t.updated_us, t.bytes";
 
 pub(super) const TRACE_COLUMNS: &str =
     "t.run_id, t.project, t.trace_id, t.root_span_id, t.name, t.kind, \
      t.status, t.kinds, t.span_count, t.error_count, t.child_tokens, t.root_tokens, \
      t.iteration_count, t.step, t.rank, t.thread_id, t.rollout_id, t.start_us, t.end_us, \
-     t.updated_us, t.attributes";
+     t.updated_us, t.bytes, t.attributes";
 
 fn parse<T: std::str::FromStr>(text: &str, what: &str) -> StoreResult<T> {
     text.parse()
@@ -165,6 +165,7 @@ pub(super) fn trace_state(r: &impl DbRow) -> StoreResult<TraceState> {
         start_us: r.int("start_us")?,
         end_us: r.int("end_us")?,
         updated_us: r.req_int("updated_us")?,
+        bytes: r.req_int("bytes")?,
     })
 }
 
@@ -267,6 +268,8 @@ pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
         error_trace_count: r.req_int("errored_count")?,
         failed_trace_count: r.req_int("failed_count")?,
         updated_us: r.req_int("updated_us")?,
+        // The run's weight as counted: `Reader::size_scale` makes it bytes on disk.
+        size_bytes: r.req_int("bytes")?,
         values: Vec::new(),
     })
 }

@@ -42,13 +42,14 @@ pub(super) async fn delete_run<DB: Dialect>(
         Err(StoreError::RunNotFound(_)) => return Ok(None),
         Err(e) => return Err(e),
     };
-    let mut q = Sql::<DB>::new("INSERT INTO deleted_runs (run_id, project, deleted_us) VALUES (");
-    q.bind(run_id)
-        .push(", ")
-        .bind(project.as_str())
-        .push(", ")
-        .bind(now)
-        .push(") ON CONFLICT (run_id) DO NOTHING");
+    // Its weight goes with it: its rows take space until they are removed.
+    let mut q = Sql::<DB>::new(
+        "INSERT INTO deleted_runs (run_id, project, deleted_us, bytes) SELECT run_id, project, ",
+    );
+    q.bind(now)
+        .push(", bytes FROM runs WHERE run_id = ")
+        .bind(run_id)
+        .push(" ON CONFLICT (run_id) DO NOTHING");
     DB::execute(&mut *tx, q).await?;
     // The answers of its writes go at once: a retry after this must write again,
     // not be told its data is stored. Two days' keyed requests at most (they

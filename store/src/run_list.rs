@@ -123,6 +123,13 @@ impl<DB: Dialect> Reader<DB> {
                 (runs, cursor)
             }
         };
+        let mut runs = runs;
+        if !runs.is_empty() {
+            let scale = self.size_scale().await?;
+            for run in &mut runs {
+                run.size_bytes = scale.bytes(run.size_bytes);
+            }
+        }
         Ok(RunList {
             runs,
             next_cursor,

@@ -6,6 +6,7 @@ use sqlx::Pool;
 use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::dialect::{Dialect, Sql};
+use super::ingest::sizes;
 use super::rows::DbRow;
 use super::statements;
 use super::{metric_blocks, metric_summaries, run_deletion};
@@ -192,6 +193,13 @@ pub(super) async fn write_metrics<DB: Dialect>(
     // Held to the commit: the run's summaries are read and then written below.
     select_project::<DB>(&mut tx, run_id, DB::FOR_UPDATE).await?;
     let points = statements::last_per_step(points);
+    // A point written again at its step is counted again: rare, and an estimate.
+    let bytes = points.iter().fold(0_i64, |n, p| {
+        n.saturating_add(sizes::METRIC_POINT + sizes::len(&p.key))
+    });
+    let mut q = Sql::<DB>::new("UPDATE runs SET bytes = bytes + ");
+    q.bind(bytes).push(" WHERE run_id = ").bind(run_id);
+    DB::execute(&mut tx, q).await?;
     for chunk in points.chunks(METRIC_CHUNK) {
         let mut q = Sql::<DB>::new("");
         statements::metrics_upsert(&mut q, run_id, chunk);

@@ -128,7 +128,7 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
     q.push(
         "INSERT INTO traces (run_id, trace_id, project, root_span_id, name, kind, status, kinds, \
          span_count, error_count, child_tokens, root_tokens, iteration_count, step, rank, \
-         thread_id, rollout_id, start_us, end_us, updated_us, attributes) ",
+         thread_id, rollout_id, start_us, end_us, updated_us, bytes, attributes) ",
     );
     push_values(q, traces, |w| {
         let t = &w.state;
@@ -153,6 +153,7 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
             t.start_us.into(),
             t.end_us.into(),
             t.updated_us.into(),
+            t.bytes.into(),
             rows::object_json(&w.attributes).into(),
         ]
     });
@@ -164,7 +165,8 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
          root_tokens = excluded.root_tokens, iteration_count = excluded.iteration_count, \
          step = excluded.step, rank = excluded.rank, thread_id = excluded.thread_id, \
          rollout_id = excluded.rollout_id, start_us = excluded.start_us, \
-         end_us = excluded.end_us, updated_us = excluded.updated_us, attributes = {}",
+         end_us = excluded.end_us, updated_us = excluded.updated_us, bytes = excluded.bytes, \
+         attributes = {}",
         DB::json_merge("traces.attributes", "excluded.attributes"),
     ));
 }
@@ -404,6 +406,8 @@ pub(super) fn run_counts<'a, DB: Dialect>(
     q.bind(r.running);
     q.push(", unstepped_count = unstepped_count + ");
     q.bind(r.unstepped);
+    q.push(", bytes = bytes + ");
+    q.bind(r.bytes);
     q.push(format!(", updated_us = {}(updated_us, ", DB::GREATEST));
     q.bind(now);
     q.push(") WHERE run_id = ");

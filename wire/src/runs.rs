@@ -124,6 +124,11 @@ pub struct RunSummary {
     #[serde(default)]
     pub failed_trace_count: i64,
     pub updated_us: i64,
+    /// An estimate of the bytes the run takes on disk, indexes included: its share of
+    /// the database's size, in proportion to what its spans, bodies and metric points
+    /// brought (docs/api.md §8.2 says how it is made).
+    #[serde(default)]
+    pub size_bytes: i64,
     /// The summary columns asked for, in their order (`null` where a run has no
     /// such metric or config value); absent when none were asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -153,6 +158,9 @@ pub struct ProjectSummary {
     pub runs: i64,
     pub traces: i64,
     pub updated_us: i64,
+    /// The estimated bytes its runs take on disk: the sum of their `size_bytes`.
+    #[serde(default)]
+    pub size_bytes: i64,
     /// The project's retention policy; absent when it keeps everything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retention: Option<crate::retention::RetentionPolicy>,
@@ -163,8 +171,44 @@ pub struct ProjectList {
     pub projects: Vec<ProjectSummary>,
 }
 
+/// Bytes for a person: three figures and a decimal unit ("812 B", "4.07 MB").
+pub fn human_bytes(bytes: i64) -> String {
+    const UNITS: [&str; 7] = ["B", "kB", "MB", "GB", "TB", "PB", "EB"];
+    let mut value = bytes.max(0) as f64;
+    let mut unit = 0;
+    // 999.5 and up would print as "1000" in the unit below.
+    while value >= 999.5 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} B", bytes = bytes.max(0)),
+        _ if value < 9.995 => format!("{value:.2} {}", UNITS[unit]),
+        _ if value < 99.95 => format!("{value:.1} {}", UNITS[unit]),
+        _ => format!("{value:.0} {}", UNITS[unit]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn bytes_read_in_three_figures() {
+        let cases = [
+            (0, "0 B"),
+            (-5, "0 B"),
+            (999, "999 B"),
+            (1_000, "1.00 kB"),
+            (4_070_000, "4.07 MB"),
+            (12_345_678, "12.3 MB"),
+            (999_499_999, "999 MB"),
+            (999_500_000, "1.00 GB"),
+            (i64::MAX, "9.22 EB"),
+        ];
+        for (bytes, text) in cases {
+            assert_eq!(super::human_bytes(bytes), text, "{bytes}");
+        }
+    }
+
     #[test]
     fn a_daily_run_is_known_by_its_project_and_name() {
         let name = super::daily_run_name("my agent", "2026-12-03");

@@ -6,6 +6,7 @@
 mod plan;
 #[cfg(test)]
 mod plan_tests;
+pub mod sizes;
 mod state;
 
 pub use plan::{plan_batch, Adoption, Loader, Plan, RunDelta, SpanWrite, StepDelta, TraceWrite};

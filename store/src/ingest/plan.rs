@@ -9,6 +9,7 @@ use treeline_wire::{
     Body, CloseEvent, OpenEvent, SpanEvent, SpanKind, SpanLink, SpanStatus, Warning, MAX_ATTRIBUTES,
 };
 
+use super::sizes;
 use super::state::{Activity, SpanState, TraceState};
 
 /// Reads the current state of rows a batch touches, inside the batch's transaction.
@@ -69,6 +70,8 @@ pub struct RunDelta {
     pub failed: i64,
     pub running: i64,
     pub unstepped: i64,
+    /// What the run's rows weigh, as [`sizes`] counts it.
+    pub bytes: i64,
 }
 
 /// Everything a batch changes, ready to be written.
@@ -138,11 +141,13 @@ struct Batch<'l, L: Loader> {
     plan: Plan,
 }
 
-/// A trace the batch touches: its write, and its activity before the batch (none
-/// for a trace new to the store), from which `finish` counts the run's changes.
+/// A trace the batch touches: its write, and its activity and weight before the
+/// batch (none and 0 for a trace new to the store), from which `finish` counts the
+/// run's changes.
 struct Touched {
     write: TraceWrite,
     before: Option<Activity>,
+    bytes_before: i64,
 }
 
 /// Applies `events` (already validated, with their indexes in the request) on top of
@@ -201,6 +206,7 @@ pub async fn plan_batch<L: Loader>(
     for state in known {
         let touched = Touched {
             before: Some(state.activity()),
+            bytes_before: state.bytes,
             write: TraceWrite {
                 state,
                 attributes: Map::new(),
@@ -249,6 +255,7 @@ fn trace_entry<'t>(
         let touched = Touched {
             write,
             before: None,
+            bytes_before: 0,
         };
         traces.insert(trace_id.to_string(), touched);
     }
@@ -275,8 +282,17 @@ impl<L: Loader> Batch<'_, L> {
     fn slot(&mut self, trace_id: &str, span_id: &str) -> usize {
         match self.index.get(trace_id, span_id) {
             Some(slot) => slot,
-            None => self.insert(SpanState::placeholder(trace_id, span_id)),
+            None => {
+                self.weigh(trace_id, sizes::span_row(trace_id, span_id));
+                self.insert(SpanState::placeholder(trace_id, span_id))
+            }
         }
+    }
+
+    /// Adds what a write stores to its trace's weight.
+    fn weigh(&mut self, trace_id: &str, bytes: i64) {
+        let trace = trace_entry(&mut self.traces, trace_id, self.now);
+        trace.state.bytes = trace.state.bytes.saturating_add(bytes);
     }
 
     async fn open(&mut self, index: usize, open: OpenEvent) -> Result<(), L::Error> {
@@ -291,6 +307,15 @@ impl<L: Loader> Batch<'_, L> {
             self.ignore_repeat(index, &open.span_id, "open", "opened");
             return Ok(());
         }
+        let is_root = open.parent_span_id.is_none();
+        let attribute_bytes = sizes::map_bytes(&open.attributes);
+        let bytes = sizes::len(&open.name)
+            + attribute_bytes * if is_root { 2 } else { 1 }
+            + open
+                .input
+                .as_ref()
+                .map_or(0, |b| sizes::body_bytes(&b.json));
+        self.weigh(trace_id, bytes);
         let s = &mut self.spans[me].state;
         let had_children = s.child_count > 0;
         s.has_open = true;
@@ -301,7 +326,6 @@ impl<L: Loader> Batch<'_, L> {
         s.step = open.step.or(parent_step);
         s.rank = open.rank;
         s.thread_id = open.thread_id;
-        let is_root = open.parent_span_id.is_none();
         let (attributes, warning) = self
             .merge_attributes(me, open.attributes, index, is_root)
             .await?;
@@ -379,6 +403,16 @@ impl<L: Loader> Batch<'_, L> {
             return Ok(());
         }
         // A span interrupted by its run's finish has no close yet: this one wins.
+        let bodies = [&close.input, &close.output, &close.error];
+        let bytes = bodies
+            .into_iter()
+            .flatten()
+            .map(|b| sizes::body_bytes(&b.json))
+            .sum::<i64>()
+            + sizes::map_bytes(&close.attributes)
+            + sizes::map_bytes(&close.metrics)
+            + 64 * i64::try_from(close.links.len()).unwrap_or(i64::MAX);
+        self.weigh(trace_id, bytes);
         let s = &mut self.spans[me].state;
         let newly_failed = close.status == SpanStatus::Error && s.status != SpanStatus::Error;
         s.has_close = true;
@@ -521,7 +555,17 @@ impl<L: Loader> Batch<'_, L> {
     fn finish(mut self) -> Plan {
         self.plan.spans = self.spans;
         let mut traces = Vec::with_capacity(self.traces.len());
-        for Touched { write, before } in self.traces.into_values() {
+        for Touched {
+            write,
+            before,
+            bytes_before,
+        } in self.traces.into_values()
+        {
+            self.plan.run.bytes = self
+                .plan
+                .run
+                .bytes
+                .saturating_add(write.state.bytes - bytes_before);
             let after = write.state.activity();
             if before != Some(after) {
                 if let Some(old) = before {

@@ -83,6 +83,8 @@ pub struct TraceState {
     pub start_us: Option<i64>,
     pub end_us: Option<i64>,
     pub updated_us: i64,
+    /// What its rows weigh, as [`super::sizes`] counts it.
+    pub bytes: i64,
 }
 
 impl TraceState {
@@ -106,6 +108,7 @@ impl TraceState {
             start_us: None,
             end_us: None,
             updated_us: now,
+            bytes: super::sizes::trace_row(trace_id),
         }
     }
 

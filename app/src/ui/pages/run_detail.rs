@@ -90,6 +90,7 @@ fn RunView(detail: RunDetail) -> impl IntoView {
                 <dt>"Started"</dt><dd title=format::timestamp(s.start_us)>{format::timestamp(s.start_us)}</dd>
                 <dt>"Duration"</dt><dd>{format::duration(s.end_us.unwrap_or(now) - s.start_us)}</dd>
                 <dt>"Traces"</dt><dd>{trace_counts(&s)}</dd>
+                <dt>"Size"</dt><dd title=super::runs::SIZE_NOTE>{treeline_wire::human_bytes(s.size_bytes)}</dd>
             </dl>
             <a class="button" href=WorkspaceUrl { run_id: Some(s.run_id.clone()), ..Default::default() }.href()>"Open in the Traces workspace"</a>
             " "

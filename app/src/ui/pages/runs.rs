@@ -12,7 +12,7 @@ use crate::ui::format;
 use crate::ui::runs_url::RunsUrl;
 use treeline_wire::run_compare::COMPARE_RUNS_MAX;
 use treeline_wire::run_list::{MetricStat, RunColumn, RUN_COLUMNS_MAX};
-use treeline_wire::RunSummary;
+use treeline_wire::{human_bytes, RunSummary};
 
 /// `/`: every run, newest first or by a summary column, by project, narrowed by a
 /// filter as you type.
@@ -72,6 +72,17 @@ pub fn RunsPage() -> impl IntoView {
                                     "Retention: " {policy.describe()}
                                 </p>
                             });
+                        // What the shown runs take on disk: the project's, or every project's.
+                        let bytes: i64 = list
+                            .iter()
+                            .filter(|p| current.is_empty() || p.name == current)
+                            .map(|p| p.size_bytes)
+                            .sum();
+                        let size = view! {
+                            <p class="disk-size" title=SIZE_NOTE>
+                                {format!("{} on disk", human_bytes(bytes))}
+                            </p>
+                        };
                         view! {
                             <nav class="projects" aria-label="Projects">
                                 <a href="/" class:active=current.is_empty()>"All projects"</a>
@@ -84,6 +95,7 @@ pub fn RunsPage() -> impl IntoView {
                                     }
                                 }).collect_view()}
                             </nav>
+                            {size}
                             {retention}
                         }.into_any()
                     })}
@@ -203,6 +215,7 @@ fn RunTable(
                     <th>"Duration"</th><th class="num">"Traces"</th>
                     <th class="num" title="Traces whose root failed">"Failed"</th>
                     <th class="num" title="Traces whose root did not fail, with a failed span beneath it">"Failed beneath"</th>
+                    <th class="num" title=SIZE_NOTE>"Size"</th>
                     {columns.get_value().into_iter().map(|(spec, column)| {
                         column_head(spec, column, view_url, go)
                     }).collect_view()}
@@ -221,6 +234,7 @@ fn RunTable(
                         <td class="num">{run.trace_count}</td>
                         <td class="num" class:bad={run.failed_trace_count > 0}>{run.failed_trace_count}</td>
                         <td class="num" class:warn={beneath(&run) > 0}>{beneath(&run)}</td>
+                        <td class="num">{human_bytes(run.size_bytes)}</td>
                         {columns.get_value().into_iter().enumerate().map(|(i, (_, column))| {
                             let value = run.values.get(i).cloned().unwrap_or(Value::Null);
                             column_cell(&value, column.as_ref())
@@ -262,6 +276,10 @@ fn pick_box(
             prop:checked=ticked disabled=full on:change=toggle/>
     }
 }
+
+/// How a size on disk is made, for a tooltip.
+pub const SIZE_NOTE: &str = "An estimate of the bytes on disk, indexes included: its share of \
+    the database, in proportion to what its spans, bodies and metric points brought";
 
 /// Traces with a failure beneath a root that did not fail.
 fn beneath(run: &RunSummary) -> i64 {

@@ -17,6 +17,7 @@ mod rollouts;
 mod run_columns;
 mod run_deletion;
 mod runs;
+mod sizes;
 mod span_tree;
 mod text_search;
 mod trace_lists;
