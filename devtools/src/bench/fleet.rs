@@ -63,6 +63,20 @@ impl Fleet {
     }
 
     /// Where server `i` writes its log.
+    /// The database the servers share, as a store URL.
+    pub(crate) fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!(
+                "sqlite:{}",
+                self.root
+                    .join("data")
+                    .join(treeline_store::SQLITE_FILE)
+                    .display()
+            ),
+        }
+    }
+
     pub(crate) fn log_path(&self, i: usize) -> PathBuf {
         self.root.join(format!("server-{i}.log"))
     }

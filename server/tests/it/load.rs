@@ -52,3 +52,23 @@ async fn two_servers_on_one_postgres_lose_nothing_and_agree() {
         &[&url],
     );
 }
+
+/// Data removed beside ingest: a run deleted halfway and a project's old traces
+/// removed by retention while the writers write; nothing else goes, and the old
+/// open traces stay.
+#[test]
+fn a_soak_beside_a_deletion_and_retention_loses_nothing_else() {
+    bench(
+        "soak --seconds 8 --writers 8 --readers 2 --kill 1 --churn",
+        &[],
+    );
+}
+
+#[tokio::test]
+async fn a_soak_beside_a_deletion_and_retention_loses_nothing_else_on_postgres() {
+    let url = crate::common::postgres_url().await;
+    bench(
+        "soak --seconds 8 --writers 8 --readers 2 --servers 2 --churn --database-url",
+        &[&url],
+    );
+}

@@ -4,6 +4,7 @@
 //! two processes share one database (scale-out). Afterwards every acknowledged trace
 //! and metric point is read back: nothing lost, nothing stored twice.
 
+mod churn;
 mod deliver;
 mod reader;
 mod verify;
@@ -52,6 +53,10 @@ pub struct SoakArgs {
     /// Times to kill a server with SIGKILL during the soak, each started again at once.
     #[arg(long, default_value_t = 0)]
     pub kill: usize,
+    /// Delete a run halfway through and apply a retention policy to a project of
+    /// old traces while the writers write; then check what each removed and kept.
+    #[arg(long)]
+    pub churn: bool,
 }
 
 fn check_args(args: &SoakArgs) -> Outcome {
@@ -125,6 +130,23 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         .pool_max_idle_per_host(args.writers + args.readers)
         .build()
         .context("cannot build an HTTP client")?;
+    let churn = match args.churn {
+        true => {
+            eprintln!("churn: writing a project of old traces and a run to delete…");
+            let churn = churn::prepare(
+                &fleet.database_url(),
+                &first,
+                &http,
+                stamp,
+                args.spans_per_trace,
+            )
+            .await?;
+            churn::start_retention(&http, &first, &churn).await?;
+            Some((churn, Instant::now()))
+        }
+        false => None,
+    };
+    let (mut delete_took, mut retention_took) = (None, None);
 
     let stop = Arc::new(AtomicBool::new(false));
     let done = Arc::new(Mutex::new(Vec::new()));
@@ -171,9 +193,22 @@ pub async fn soak(args: SoakArgs) -> Outcome {
             fleet.restart(i).await?;
             kills += 1;
         }
+        let mut churning = String::new();
+        if let Some((churn, since)) = &churn {
+            if delete_took.is_none() && started.elapsed() >= period / 2 {
+                delete_took = Some(churn::delete(&http, &first, churn).await?);
+            }
+            if retention_took.is_none() {
+                let left = churn::aged_left(&http, &first, churn).await?;
+                if churn::retention_done(left) {
+                    retention_took = Some(since.elapsed());
+                }
+                churning = format!(", {left} old traces left");
+            }
+        }
         let traces = done.lock().map(|d| d.len()).unwrap_or(0);
         eprint!(
-            "\r{:>4} / {} s: {traces} traces acknowledged, {kills} kill(s)   ",
+            "\r{:>4} / {} s: {traces} traces acknowledged, {kills} kill(s){churning}   ",
             started.elapsed().as_secs(),
             args.seconds
         );
@@ -251,6 +286,19 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         verdict.points,
         verdict.points_wrong
     );
+    let mut churned = 0;
+    if let Some((churn, since)) = &churn {
+        let took = match delete_took {
+            Some(took) => took,
+            None => churn::delete(&http, &first, churn).await?,
+        };
+        eprintln!("waiting for retention to finish…");
+        let patience = Duration::from_secs(120);
+        let timing = (*since, retention_took);
+        let verdict = churn::check(&http, &first, churn, timing, took, patience).await?;
+        println!("{}", verdict.report());
+        churned = verdict.problems();
+    }
     let mut problems = Tally::default();
     problems.add(&write_tally);
     problems.add(&read_tally);
@@ -264,7 +312,8 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         + verdict.points_wrong
         + (write_tally.server_errors + write_tally.refused) as usize
         + (read_tally.server_errors + read_tally.refused) as usize
-        + inconsistent as usize;
+        + inconsistent as usize
+        + churned;
     if failures > 0 {
         if let Some(dir) = fleet.keep_logs() {
             println!("  the servers' logs are kept in {}", dir.display());
