@@ -91,6 +91,9 @@ enum BenchCommand {
     /// Body search (`text=`) latency (p50/p95) on 1M traces of chat-sized bodies, and
     /// the ingest rate with the bodies indexed.
     Text(crate::bench::TextArgs),
+    /// Bytes on disk a span costs, by table and index, for spans with a dozen
+    /// attributes and for model calls with chat bodies.
+    Bytes(crate::bench::BytesArgs),
     /// Latency (p50/p95) of aligning two wide levels and diffing two spans' bodies.
     Compare(crate::bench::CompareArgs),
     /// Latency (p50/p95) of reading a million-span trace: pages of a 100,000-child
@@ -223,6 +226,8 @@ pub fn main() -> ExitCode {
         Command::Bench(BenchCommand::Rollouts(args)) => {
             runtime.block_on(crate::bench::rollouts(&Server, args))
         }
+        #[cfg(feature = "devtools")]
+        Command::Bench(BenchCommand::Bytes(args)) => runtime.block_on(crate::bench::bytes(args)),
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
         #[cfg(feature = "devtools")]

@@ -14,6 +14,9 @@ pub struct DuArgs {
     /// How many of the largest runs to list.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     runs: u32,
+    /// Also each table's and index's size (on SQLite this reads the whole file).
+    #[arg(long)]
+    tables: bool,
     #[command(flatten)]
     database: crate::database_args::DatabaseArgs,
 }
@@ -72,6 +75,18 @@ pub async fn run_command(args: DuArgs) -> Outcome {
             clip(name, w),
             human_bytes(*bytes)
         );
+    }
+    if args.tables {
+        let tables = store
+            .reads()
+            .table_sizes()
+            .await
+            .context("cannot read the tables' sizes")?;
+        let w = width(&mut tables.iter().map(|(n, _)| n.chars().count()));
+        out += &format!("\n{:<w$}  {:>9}\n", "Table or index", "Size");
+        for (name, bytes) in &tables {
+            out += &format!("{:<w$}  {:>9}\n", clip(name, w), human_bytes(*bytes));
+        }
     }
     out += "\nSizes are estimates: each run's share of the space in use, in proportion to \
             the bytes its spans, bodies and metric points brought.";

@@ -10,6 +10,7 @@ use treeline_wire::TraceSummary;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::dialect::{Arg, Dialect, Sql};
+use super::packed;
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::search::distinct_traces;
@@ -242,7 +243,8 @@ pub(super) async fn backfill_step<DB: Dialect>(pool: &Pool<DB>) -> StoreResult<O
     );
     let order = DB::BYTE_ORDER;
     let mut q = Sql::<DB>::new(
-        "SELECT s.run_id, s.trace_id, s.span_id, r.project, s.input, s.output, s.error \
+        "SELECT s.run_id, s.trace_id, s.span_id, r.project, s.input, s.input_z, s.output, \
+         s.output_z, s.error \
          FROM spans s JOIN runs r ON r.run_id = s.run_id WHERE (s.run_id, s.trace_id, s.span_id) > (",
     );
     q.bind(key.0.as_str())
@@ -261,7 +263,7 @@ pub(super) async fn backfill_step<DB: Dialect>(pool: &Pool<DB>) -> StoreResult<O
             r.req_text("project")?,
             r.req_text("trace_id")?,
             r.req_text("span_id")?,
-            [r.text("input")?, r.text("output")?, r.text("error")?],
+            [r.body("input")?, r.body("output")?, r.text("error")?],
         ));
     }
     for run in spans.chunk_by(|a, b| a.0 == b.0) {
@@ -384,7 +386,8 @@ impl<DB: Dialect> Reader<DB> {
         };
         let mut q = Sql::new(format!(
             "SELECT d.span_id, CAST(d.field AS BIGINT) AS field, {} AS body, \
-             CAST({} AS BIGINT) AS chars \
+             CAST({} AS BIGINT) AS chars, \
+             CASE d.field WHEN 0 THEN s.input_z WHEN 1 THEN s.output_z END AS packed \
              FROM {} d JOIN spans s ON s.run_id = d.run_id AND s.trace_id = d.trace_id \
              AND s.span_id = d.span_id WHERE d.run_id = ",
             of("substr"),
@@ -399,12 +402,26 @@ impl<DB: Dialect> Reader<DB> {
             ));
         let rows = self.rows(q).await?;
         for row in &rows {
-            let chars = row.int("chars")?.unwrap_or(0);
+            let (body, chars) = match row.bytes("packed")? {
+                // A frame says its size in bytes, no fewer than its characters:
+                // one far past the read is not unpacked to learn it.
+                Some(frame) if packed::content_len(&frame).is_none_or(|n| n > 4 * BODY_READ) => {
+                    return Ok(Found::Unsure);
+                }
+                Some(frame) => {
+                    let text = packed::unpack(&frame)?;
+                    let chars = text.chars().count();
+                    (text, i64::try_from(chars).unwrap_or(i64::MAX))
+                }
+                None => (
+                    row.text("body")?.unwrap_or_default(),
+                    row.int("chars")?.unwrap_or(0),
+                ),
+            };
             let field = BodyField::from_number(row.req_int("field")?);
             let (Some(field), true) = (field, chars <= BODY_READ as i64) else {
                 return Ok(Found::Unsure);
             };
-            let body = row.text("body")?.unwrap_or_default();
             if search.text.matches(&indexed_words(&body)) {
                 return Ok(Found::Match(TextMatch {
                     snippet: search.text.snippet(&body),
@@ -443,8 +460,13 @@ impl<DB: Dialect> Reader<DB> {
             return Ok(None);
         };
         let column = field.as_str();
+        // Errors are never packed, and have no frame column.
+        let packed = match field {
+            BodyField::Error => String::new(),
+            _ => format!(", {column}_z AS packed"),
+        };
         let mut q = Sql::new(format!(
-            "SELECT substr({column}, 1, {SNIPPET_READ}) AS body FROM spans WHERE run_id = "
+            "SELECT substr({column}, 1, {SNIPPET_READ}) AS body{packed} FROM spans WHERE run_id = "
         ));
         q.bind(&trace.run_id)
             .push(" AND trace_id = ")
@@ -452,6 +474,10 @@ impl<DB: Dialect> Reader<DB> {
             .push(" AND span_id = ")
             .bind(&span_id);
         let body = match self.rows(q).await?.first() {
+            Some(row) if field != BodyField::Error => match row.bytes("packed")? {
+                Some(frame) => packed::unpack(&frame)?.chars().take(SNIPPET_READ).collect(),
+                None => row.text("body")?.unwrap_or_default(),
+            },
             Some(row) => row.text("body")?.unwrap_or_default(),
             None => String::new(),
         };

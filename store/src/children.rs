@@ -166,7 +166,14 @@ pub(super) fn differences_query<'a, DB: Dialect>(
     pairs: String,
 ) -> Sql<'a, DB> {
     let p = DB::JSON_PAIRS;
-    let differs = |body: &str| format!("a.{body} {} b.{body}", p.differs);
+    // A packed body is compared as its frame: the same text packs the same way.
+    let differs = |body: &str| match body {
+        "error" => format!("a.{body} {} b.{body}", p.differs),
+        _ => format!(
+            "(a.{body} {d} b.{body} OR a.{body}_z {d} b.{body}_z)",
+            d = p.differs
+        ),
+    };
     let mut q = Sql::new(format!(
         "SELECT {} AS differ FROM {}",
         DB::json_array_agg(

@@ -25,6 +25,7 @@ pub enum Arg<'a> {
     Bool(bool),
     Text(&'a str),
     OptText(Option<&'a str>),
+    OptBytes(Option<&'a [u8]>),
 }
 
 /// `From` each owned value kind into its [`Arg`].
@@ -62,6 +63,11 @@ impl<'a> From<Option<&'a str>> for Arg<'a> {
         Arg::OptText(v)
     }
 }
+impl<'a> From<Option<&'a [u8]>> for Arg<'a> {
+    fn from(v: Option<&'a [u8]>) -> Self {
+        Arg::OptBytes(v)
+    }
+}
 impl<'a> From<&'a Option<String>> for Arg<'a> {
     fn from(v: &'a Option<String>) -> Self {
         Arg::OptText(v.as_deref())
@@ -86,6 +92,7 @@ macro_rules! bound_query {
                 Arg::Bool(v) => sqlx::Arguments::add(&mut args, *v),
                 Arg::Text(v) => sqlx::Arguments::add(&mut args, *v),
                 Arg::OptText(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::OptBytes(v) => sqlx::Arguments::add(&mut args, *v),
             }
             .map_err(sqlx::Error::Encode)?;
         }
@@ -206,6 +213,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     const USED_BYTES: &'static str;
     /// One row, `free`: bytes the database holds free for reuse.
     const FREE_BYTES: &'static str;
+    /// A row per table and index, `name` and `bytes` (a table's with its TOAST on
+    /// PostgreSQL, without its indexes), largest first. Reads every page on SQLite.
+    const TABLE_BYTES: &'static str;
 
     /// A search term in the case of `lower()`, the database's own (SQLite's folds
     /// ASCII only).
@@ -360,6 +370,8 @@ impl Dialect for Sqlite {
          FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
     const FREE_BYTES: &'static str = "SELECT f.freelist_count * s.page_size AS free \
          FROM pragma_freelist_count() AS f, pragma_page_size() AS s";
+    const TABLE_BYTES: &'static str = "SELECT name, SUM(pgsize) AS bytes FROM dbstat \
+         GROUP BY name ORDER BY SUM(pgsize) DESC, name";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
     // CROSS JOIN keeps the pairs as the outer loop: two key probes each.
     const JSON_PAIRS: JsonPairs = JsonPairs {
@@ -587,6 +599,11 @@ impl Dialect for Postgres {
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE n.nspname = current_schema() AND c.relkind = 'r'";
     const FREE_BYTES: &'static str = "SELECT CAST(0 AS BIGINT) AS free";
+    const TABLE_BYTES: &'static str = "SELECT c.relname AS name, CAST(CASE c.relkind \
+         WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END AS BIGINT) AS bytes \
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i') \
+         ORDER BY 2 DESC, 1";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_build_array", "({})::json");
     const JSON_PAIRS: JsonPairs = JsonPairs {
         before: "jsonb_array_elements(",

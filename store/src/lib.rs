@@ -27,6 +27,7 @@ mod metric_blocks;
 mod metric_series;
 mod metric_summaries;
 mod migrations;
+mod packed;
 mod postgres;
 mod reader;
 mod retention;

@@ -114,6 +114,11 @@ const SQLITE: Embedded = Embedded(&[
         "sizes",
         include_str!("../migrations/sqlite/0020_sizes.sql"),
     ),
+    (
+        21,
+        "packed bodies",
+        include_str!("../migrations/sqlite/0021_packed_bodies.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -216,6 +221,11 @@ const POSTGRES: Embedded = Embedded(&[
         20,
         "sizes",
         include_str!("../migrations/postgres/0020_sizes.sql"),
+    ),
+    (
+        21,
+        "packed bodies",
+        include_str!("../migrations/postgres/0021_packed_bodies.sql"),
     ),
 ]);
 

@@ -55,6 +55,9 @@ pub trait Reads: Send + Sync {
     /// The database's space, every project's estimated size and the `limit`
     /// largest runs (of `project`, if given); see [`crate::sizes`].
     async fn disk_usage(&self, project: Option<&str>, limit: usize) -> StoreResult<DiskUsage>;
+    /// Each table's and index's bytes, largest first: what a row of each costs.
+    /// On SQLite this reads every page of the file.
+    async fn table_sizes(&self) -> StoreResult<Vec<(String, i64)>>;
     /// The metric keys of the runs (of `project`, or all) and the config paths of
     /// the newest of them, each in name order and capped: what a runs list can
     /// show as columns.
@@ -446,6 +449,10 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn disk_usage(&self, project: Option<&str>, limit: usize) -> StoreResult<DiskUsage> {
         self.read_disk_usage(project, limit).await
+    }
+
+    async fn table_sizes(&self) -> StoreResult<Vec<(String, i64)>> {
+        self.read_table_sizes().await
     }
 
     async fn run_fields(&self, project: Option<&str>) -> StoreResult<RunFields> {

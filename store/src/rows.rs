@@ -16,6 +16,12 @@ pub trait DbRow {
     fn text(&self, col: &str) -> StoreResult<Option<String>>;
     fn flag(&self, col: &str) -> StoreResult<bool>;
     fn float(&self, col: &str) -> StoreResult<Option<f64>>;
+    fn bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>>;
+
+    /// A body: its text column, or its packed one (`COLUMN_z`) unpacked.
+    fn body(&self, col: &str) -> StoreResult<Option<String>> {
+        super::packed::body_text(self.text(col)?, self.bytes(&format!("{col}_z"))?)
+    }
 
     fn req_int(&self, col: &str) -> StoreResult<i64> {
         self.int(col)?
@@ -44,6 +50,9 @@ impl DbRow for sqlx::sqlite::SqliteRow {
     fn float(&self, col: &str) -> StoreResult<Option<f64>> {
         Ok(self.try_get(col)?)
     }
+    fn bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
+        Ok(self.try_get(col)?)
+    }
 }
 
 impl DbRow for sqlx::postgres::PgRow {
@@ -57,6 +66,9 @@ impl DbRow for sqlx::postgres::PgRow {
         Ok(self.try_get(col)?)
     }
     fn float(&self, col: &str) -> StoreResult<Option<f64>> {
+        Ok(self.try_get(col)?)
+    }
+    fn bytes(&self, col: &str) -> StoreResult<Option<Vec<u8>>> {
         Ok(self.try_get(col)?)
     }
 }
@@ -76,8 +88,8 @@ pub(super) const SPAN_NODE_COLUMNS: &str =
      s.token_count";
 
 pub(super) const SPAN_BODY_COLUMNS: &str =
-    "s.thread_id, s.attributes, s.metrics, s.links, s.input, \
-     s.output, s.error, s.input_truncated, s.output_truncated";
+    "s.thread_id, s.attributes, s.metrics, s.links, s.input, s.input_z, \
+     s.output, s.output_z, s.error, s.input_truncated, s.output_truncated";
 
 pub(super) const TRACE_STATE_COLUMNS: &str =
     "t.trace_id, t.root_span_id, t.name, t.kind, t.status, \
@@ -107,8 +119,16 @@ fn json_map(r: &impl DbRow, col: &str) -> StoreResult<Map<String, Value>> {
 }
 
 fn json_value(r: &impl DbRow, col: &str) -> StoreResult<Option<Value>> {
-    r.text(col)?
-        .map(|text| serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string())))
+    parse_json(r.text(col)?)
+}
+
+/// A body as JSON, unpacked if it was packed.
+fn body_value(r: &impl DbRow, col: &str) -> StoreResult<Option<Value>> {
+    parse_json(r.body(col)?)
+}
+
+fn parse_json(text: Option<String>) -> StoreResult<Option<Value>> {
+    text.map(|text| serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string())))
         .transpose()
 }
 
@@ -247,8 +267,8 @@ pub(super) fn span_detail(
         attributes: json_map(r, "attributes")?,
         metrics: json_map(r, "metrics")?,
         links,
-        input: json_value(r, "input")?,
-        output: json_value(r, "output")?,
+        input: body_value(r, "input")?,
+        output: body_value(r, "output")?,
         error: json_value(r, "error")?,
         input_truncated: r.flag("input_truncated")?,
         output_truncated: r.flag("output_truncated")?,

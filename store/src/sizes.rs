@@ -64,6 +64,14 @@ impl<DB: Dialect> Reader<DB> {
         })
     }
 
+    pub(super) async fn read_table_sizes(&self) -> StoreResult<Vec<(String, i64)>> {
+        self.rows(Sql::new(DB::TABLE_BYTES))
+            .await?
+            .iter()
+            .map(|r| Ok((r.req_text("name")?, r.req_int("bytes")?)))
+            .collect()
+    }
+
     pub(super) async fn read_disk_usage(
         &self,
         project: Option<&str>,

@@ -32,8 +32,9 @@ use super::{
 };
 use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
 
-/// Rows per multi-row statement, under SQLite's 32,766 bound parameters.
-const SPAN_CHUNK: usize = 1_000;
+/// Rows per multi-row statement, under SQLite's 32,766 bound parameters (a span
+/// row binds 33).
+const SPAN_CHUNK: usize = 900;
 
 /// The writer's page cache. Small on purpose: a large one made each batch slower
 /// to commit (measured: 64 MiB gave 75k events/s, 8 MiB 93k).

@@ -49,7 +49,8 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
         "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
          status, start_us, end_us, step, rank, ordinal, thread_id, has_open, has_close, \
          child_count, error_count, token_count, attr_count, attributes, metrics, links, input_truncated, \
-         output_truncated, input, output, error, input_hash, output_hash, error_hash) ",
+         output_truncated, input, output, error, input_hash, output_hash, error_hash, input_z, \
+         output_z) ",
     );
     push_values(q, spans, |w| {
         let s = &w.state;
@@ -79,12 +80,14 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
             rows::links_json(&w.links).into(),
             w.input.as_ref().is_some_and(|b| b.truncated).into(),
             w.output.as_ref().is_some_and(|b| b.truncated).into(),
-            w.input.as_ref().map(|b| b.json.as_str()).into(),
-            w.output.as_ref().map(|b| b.json.as_str()).into(),
+            text_unless_packed(&w.input, &w.packed[0]).into(),
+            text_unless_packed(&w.output, &w.packed[1]).into(),
             w.error.as_ref().map(|b| b.json.as_str()).into(),
             fingerprint(w.input.as_ref()).into(),
             fingerprint(w.output.as_ref()).into(),
             fingerprint(w.error.as_ref()).into(),
+            w.packed[0].as_deref().into(),
+            w.packed[1].as_deref().into(),
         ]
     });
     q.push(format!(
@@ -97,17 +100,29 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
          error_count = excluded.error_count, token_count = excluded.token_count, \
          attr_count = excluded.attr_count, attributes = {}, metrics = {}, \
          links = CASE WHEN excluded.links = '[]' THEN spans.links ELSE excluded.links END, \
-         input_truncated = CASE WHEN excluded.input IS NULL THEN spans.input_truncated ELSE excluded.input_truncated END, \
-         output_truncated = CASE WHEN excluded.output IS NULL THEN spans.output_truncated ELSE excluded.output_truncated END, \
-         input = COALESCE(excluded.input, spans.input), \
-         output = COALESCE(excluded.output, spans.output), \
+         input_truncated = CASE WHEN {no_input} THEN spans.input_truncated ELSE excluded.input_truncated END, \
+         output_truncated = CASE WHEN {no_output} THEN spans.output_truncated ELSE excluded.output_truncated END, \
+         input = CASE WHEN {no_input} THEN spans.input ELSE excluded.input END, \
+         input_z = CASE WHEN {no_input} THEN spans.input_z ELSE excluded.input_z END, \
+         output = CASE WHEN {no_output} THEN spans.output ELSE excluded.output END, \
+         output_z = CASE WHEN {no_output} THEN spans.output_z ELSE excluded.output_z END, \
          error = COALESCE(excluded.error, spans.error), \
-         input_hash = CASE WHEN excluded.input IS NULL THEN spans.input_hash ELSE excluded.input_hash END, \
-         output_hash = CASE WHEN excluded.output IS NULL THEN spans.output_hash ELSE excluded.output_hash END, \
+         input_hash = CASE WHEN {no_input} THEN spans.input_hash ELSE excluded.input_hash END, \
+         output_hash = CASE WHEN {no_output} THEN spans.output_hash ELSE excluded.output_hash END, \
          error_hash = CASE WHEN excluded.error IS NULL THEN spans.error_hash ELSE excluded.error_hash END",
         DB::json_merge("spans.attributes", "excluded.attributes"),
         DB::json_merge("spans.metrics", "excluded.metrics"),
+        no_input = "excluded.input IS NULL AND excluded.input_z IS NULL",
+        no_output = "excluded.output IS NULL AND excluded.output_z IS NULL",
     ));
+}
+
+/// A body's text, unless it is stored packed.
+fn text_unless_packed<'a>(body: &'a Option<Body>, packed: &Option<Vec<u8>>) -> Option<&'a str> {
+    match packed {
+        Some(_) => None,
+        None => body.as_ref().map(|b| b.json.as_str()),
+    }
 }
 
 /// A body's fingerprint, which an alignment compares instead of its text: xxh3 of

@@ -1,5 +1,6 @@
 //! `treeline bench …`: benchmarks that print their figures.
 
+mod bytes;
 mod compare;
 mod fleet;
 mod fuzz;
@@ -13,6 +14,7 @@ mod run_compare;
 mod soak;
 mod text;
 
+pub use bytes::{bytes, BytesArgs};
 pub use compare::{compare, CompareArgs};
 pub use fuzz::{fuzz, FuzzArgs};
 pub use huge::{huge, HugeArgs};

@@ -12,8 +12,8 @@ UPDATE traces t SET bytes = 200 + 3 * octet_length(t.trace_id) + octet_length(t.
                SUM(160 + 3 * (octet_length(trace_id) + octet_length(span_id)) + octet_length(name)
                    + octet_length(attributes::text) + octet_length(metrics::text)
                    + octet_length(links::text)
-                   + 2 * (COALESCE(octet_length(input), 0) + COALESCE(octet_length(output), 0)
-                          + COALESCE(octet_length(error), 0))) AS bytes
+                   + 3 * (COALESCE(octet_length(input), 0) + COALESCE(octet_length(output), 0)
+                          + COALESCE(octet_length(error), 0)) / 2) AS bytes
           FROM spans GROUP BY run_id, trace_id) s
  WHERE s.run_id = t.run_id AND s.trace_id = t.trace_id;
 UPDATE traces SET bytes = 200 + 3 * octet_length(trace_id) + octet_length(attributes::text)

@@ -10,9 +10,9 @@ UPDATE traces SET bytes = 200 + 3 * length(trace_id) + length(CAST(attributes AS
     SELECT SUM(160 + 3 * (length(s.trace_id) + length(s.span_id)) + length(CAST(s.name AS BLOB))
                + length(CAST(s.attributes AS BLOB)) + length(CAST(s.metrics AS BLOB))
                + length(CAST(s.links AS BLOB))
-               + 2 * (COALESCE(length(CAST(s.input AS BLOB)), 0)
+               + 3 * (COALESCE(length(CAST(s.input AS BLOB)), 0)
                       + COALESCE(length(CAST(s.output AS BLOB)), 0)
-                      + COALESCE(length(CAST(s.error AS BLOB)), 0)))
+                      + COALESCE(length(CAST(s.error AS BLOB)), 0)) / 2)
       FROM spans s
      WHERE s.run_id = traces.run_id AND s.trace_id = traces.trace_id), 0);
 

@@ -46,6 +46,9 @@ pub struct SpanWrite {
     pub input: Option<Body>,
     pub output: Option<Body>,
     pub error: Option<Body>,
+    /// The input and output as stored when packed (`crate::packed`): then their
+    /// text columns are written null.
+    pub packed: [Option<Vec<u8>>; 2],
 }
 
 #[derive(Debug)]
@@ -236,6 +239,7 @@ impl SpanWrite {
             input: None,
             output: None,
             error: None,
+            packed: [None, None],
         }
     }
 }
@@ -553,6 +557,25 @@ impl<L: Loader> Batch<'_, L> {
     }
 
     fn finish(mut self) -> Plan {
+        // Large bodies go packed; their trace weighs the frame, not the text (the
+        // text index still weighs the text).
+        for span in &mut self.spans {
+            let mut saved = 0;
+            for (body, packed) in [&span.input, &span.output]
+                .into_iter()
+                .zip(&mut span.packed)
+            {
+                *packed = body.as_ref().and_then(|b| crate::packed::pack(&b.json));
+                if let (Some(b), Some(frame)) = (body, packed.as_ref()) {
+                    saved += sizes::len(&b.json) - sizes::len_bytes(frame);
+                }
+            }
+            if saved > 0 {
+                if let Some(t) = self.traces.get_mut(&span.state.trace_id) {
+                    t.write.state.bytes = t.write.state.bytes.saturating_sub(saved);
+                }
+            }
+        }
         self.plan.spans = self.spans;
         let mut traces = Vec::with_capacity(self.traces.len());
         for Touched {

@@ -12,6 +12,7 @@ mod annotations;
 mod batches;
 mod ingest_rules;
 mod invariance;
+mod packed_bodies;
 mod retention;
 mod rollouts;
 mod run_columns;
