@@ -209,6 +209,10 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// Written after a text expression so that `<` and `>=` compare bytes, as an
     /// index on the same expression is ordered (PostgreSQL's locale may not).
     const BYTE_ORDER: &'static str;
+    /// Whether a body search first tests the newest traces of its scope, to skip
+    /// counting the matches of a word most traces hold (`Reader::mostly_matching`):
+    /// SQLite counts them from the index alone, quickly.
+    const PROBE_COMMON_TEXT: bool;
     /// One row, `used`: the bytes the database's tables and indexes take.
     const USED_BYTES: &'static str;
     /// One row, `free`: bytes the database holds free for reuse.
@@ -365,6 +369,7 @@ impl Dialect for Sqlite {
     const LATERAL: bool = false;
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
+    const PROBE_COMMON_TEXT: bool = false;
     const USED_BYTES: &'static str =
         "SELECT (p.page_count - f.freelist_count) * s.page_size AS used \
          FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
@@ -593,6 +598,7 @@ impl Dialect for Postgres {
     const LATERAL: bool = true;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
+    const PROBE_COMMON_TEXT: bool = true;
     // Tables with their indexes and TOAST, in the schema the store uses.
     const USED_BYTES: &'static str =
         "SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) AS used \

@@ -68,7 +68,11 @@ impl<DB: Dialect> Reader<DB> {
         }
         if let Some(text) = &query.text {
             let search = BodySearch::new(query, text);
-            match self.text_traces(&search).await? {
+            let found = match DB::PROBE_COMMON_TEXT && self.mostly_matching(query, &search).await? {
+                true => TextTraces::Common,
+                false => self.text_traces(&search).await?,
+            };
+            match found {
                 TextTraces::Listed(traces) if traces.is_empty() => return Ok(None),
                 TextTraces::Listed(traces) => terms.push(Term::Listed {
                     names: Vec::new(),
