@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+use super::query::write;
 use super::rng::Rng;
 use crate::failure::{Context, Failure, Outcome};
 use crate::store::{self, Store};
@@ -102,16 +103,7 @@ async fn fill(store: &dyn Store, shape: Shape, spans: usize) -> Outcome {
         let events: Vec<Value> = (first..(first + 40).min(traces))
             .flat_map(|n| trace(n, shape, &mut r))
             .collect();
-        let parsed = events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| treeline_wire::parse_event(e).map(|(event, _)| (i, event)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Failure::msg(e.message))?;
-        store
-            .write_events("bench-bytes", parsed, crate::now_us())
-            .await
-            .context("cannot write the spans")?;
+        write(store, "bench-bytes", &events, crate::now_us()).await?;
     }
     Ok(())
 }

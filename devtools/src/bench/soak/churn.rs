@@ -13,6 +13,8 @@ use treeline_wire::routes::{self, path};
 use treeline_wire::{RunDetail, RunUpsert, TraceList};
 
 use super::deliver::{deliver, Tally};
+use super::verify::get;
+use crate::bench::query::write;
 use crate::failure::{Context, Failure, Outcome};
 
 const DAY_US: i64 = 86_400_000_000;
@@ -106,16 +108,7 @@ pub(crate) async fn prepare(
                 then,
             ));
         }
-        let parsed = events
-            .iter()
-            .enumerate()
-            .map(|(i, e)| treeline_wire::parse_event(e).map(|(event, _)| (i, event)))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| Failure::msg(e.message))?;
-        store
-            .write_events(&churn.aged_run, parsed, then)
-            .await
-            .context("cannot write the old traces")?;
+        write(store.as_ref(), &churn.aged_run, &events, then).await?;
     }
 
     let client = treeline_client::Client::new(base);
@@ -185,15 +178,7 @@ pub(crate) async fn delete(http: &reqwest::Client, base: &str, churn: &Churn) ->
 /// shows while retention works.
 pub(crate) async fn aged_left(http: &reqwest::Client, base: &str, churn: &Churn) -> Outcome<i64> {
     let url = format!("{base}{}", path(routes::RUN, &[&churn.aged_run]));
-    let run: RunDetail = http
-        .get(&url)
-        .send()
-        .await
-        .and_then(reqwest::Response::error_for_status)
-        .with_context(|| format!("cannot read {url}"))?
-        .json()
-        .await
-        .with_context(|| format!("cannot decode {url}"))?;
+    let run: RunDetail = get(http, &url).await?;
     Ok(run.summary.trace_count)
 }
 
@@ -215,15 +200,7 @@ async fn aged_traces(http: &reqwest::Client, base: &str, churn: &Churn) -> Outco
             url.push_str("&cursor=");
             url.push_str(&routes::encode(c));
         }
-        let page: TraceList = http
-            .get(&url)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .with_context(|| format!("cannot read {url}"))?
-            .json()
-            .await
-            .with_context(|| format!("cannot decode {url}"))?;
+        let page: TraceList = get(http, &url).await?;
         ids.extend(page.traces.into_iter().map(|t| t.trace_id));
         match page.next_cursor {
             Some(next) => cursor = Some(next),

@@ -22,7 +22,10 @@ pub(crate) struct Verdict {
     pub(crate) problems: Tally,
 }
 
-async fn get<T: serde::de::DeserializeOwned>(http: &reqwest::Client, url: &str) -> Outcome<T> {
+pub(crate) async fn get<T: serde::de::DeserializeOwned>(
+    http: &reqwest::Client,
+    url: &str,
+) -> Outcome<T> {
     http.get(url)
         .send()
         .await
