@@ -324,6 +324,22 @@ pub(super) enum TextTraces {
     Common,
 }
 
+/// The list's run or project, as a condition on a table with both columns (named
+/// after `alias`).
+fn push_scope<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery, alias: &str) {
+    match (&query.run_id, &query.project) {
+        (Some(run_id), _) => {
+            q.push(format!(" WHERE {alias}run_id = "))
+                .bind(run_id.as_str());
+        }
+        (None, Some(project)) => {
+            q.push(format!(" WHERE {alias}project = "))
+                .bind(project.as_str());
+        }
+        (None, None) => {}
+    }
+}
+
 /// Traces a probe tests, newest first, and how many of them must match for the
 /// search to count as common; scopes of fewer traces are not probed (their
 /// matches are counted quickly, and a list shows the count).
@@ -343,15 +359,7 @@ impl<DB: Dialect> Reader<DB> {
         search: &BodySearch<'_>,
     ) -> StoreResult<bool> {
         let mut q = Sql::new("SELECT CAST(COALESCE(SUM(trace_count), 0) AS BIGINT) AS n FROM runs");
-        match (&query.run_id, &query.project) {
-            (Some(run_id), _) => {
-                q.push(" WHERE run_id = ").bind(run_id.as_str());
-            }
-            (None, Some(project)) => {
-                q.push(" WHERE project = ").bind(project.as_str());
-            }
-            (None, None) => {}
-        }
+        push_scope(&mut q, query, "");
         let traces = match self.rows(q).await?.first() {
             Some(row) => row.req_int("n")?,
             None => 0,
@@ -361,15 +369,7 @@ impl<DB: Dialect> Reader<DB> {
         }
         let mut q =
             Sql::new("SELECT COUNT(*) AS n FROM (SELECT t.run_id, t.trace_id FROM traces t");
-        match (&query.run_id, &query.project) {
-            (Some(run_id), _) => {
-                q.push(" WHERE t.run_id = ").bind(run_id.as_str());
-            }
-            (None, Some(project)) => {
-                q.push(" WHERE t.project = ").bind(project.as_str());
-            }
-            (None, None) => {}
-        }
+        push_scope(&mut q, query, "t.");
         q.push(format!(
             " ORDER BY t.updated_us DESC LIMIT {PROBED}) t WHERE EXISTS (SELECT 1 "
         ));

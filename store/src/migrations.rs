@@ -227,6 +227,11 @@ const POSTGRES: Embedded = Embedded(&[
         "packed bodies",
         include_str!("../migrations/postgres/0021_packed_bodies.sql"),
     ),
+    (
+        22,
+        "deleted runs statistics",
+        include_str!("../migrations/postgres/0022_deleted_runs_statistics.sql"),
+    ),
 ]);
 
 impl<'s> MigrationSource<'s> for Embedded {
