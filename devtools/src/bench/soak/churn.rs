@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use treeline_wire::routes::{self, path};
-use treeline_wire::{RunDetail, RunUpsert, TraceList};
+use treeline_wire::{RunDetail, RunUpsert};
 
 use super::deliver::{deliver, Tally};
-use super::verify::get;
+use super::verify::{get, traces_of};
 use crate::bench::query::write;
 use crate::failure::{Context, Failure, Outcome};
 
@@ -187,28 +187,6 @@ pub(crate) fn retention_done(left: i64) -> bool {
     left <= AGED_OPEN as i64
 }
 
-/// The old run's trace ids, paging through its list.
-async fn aged_traces(http: &reqwest::Client, base: &str, churn: &Churn) -> Outcome<Vec<String>> {
-    let mut ids = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let mut url = format!(
-            "{base}{}?limit=500",
-            path(routes::RUN_TRACES, &[&churn.aged_run])
-        );
-        if let Some(c) = &cursor {
-            url.push_str("&cursor=");
-            url.push_str(&routes::encode(c));
-        }
-        let page: TraceList = get(http, &url).await?;
-        ids.extend(page.traces.into_iter().map(|t| t.trace_id));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => return Ok(ids),
-        }
-    }
-}
-
 /// Waits (at most `patience`) for retention to remove the old closed traces,
 /// then says what is left. `since` is when the policy was set; `done`, how long
 /// retention took if the soak saw it finish.
@@ -222,7 +200,10 @@ pub(crate) async fn check(
 ) -> Outcome<ChurnVerdict> {
     let waited = Instant::now();
     let ids = loop {
-        let ids = aged_traces(http, base, churn).await?;
+        let ids: Vec<String> = traces_of(http, base, &churn.aged_run)
+            .await?
+            .into_keys()
+            .collect();
         if ids.len() <= AGED_OPEN || waited.elapsed() > patience {
             break ids;
         }

@@ -37,7 +37,7 @@ pub(crate) async fn get<T: serde::de::DeserializeOwned>(
 }
 
 /// Every trace of `run`, paging through the list.
-async fn traces_of(
+pub(crate) async fn traces_of(
     http: &reqwest::Client,
     base: &str,
     run: &str,
