@@ -503,9 +503,8 @@ impl<DB: Dialect> Reads for Reader<DB> {
             .iter()
             .map(|r| r.req_text("key"))
             .collect::<StoreResult<_>>()?;
-        let mut run = rows::run_detail(&row, metric_keys)?;
-        run.summary.size_bytes = self.size_scale().await?.bytes(run.summary.size_bytes);
-        Ok(Some(run))
+        let scale = self.size_scale().await?;
+        Ok(Some(rows::run_detail(&row, metric_keys, &scale)?))
     }
 
     async fn metric_series(

@@ -7,6 +7,7 @@ use treeline_wire::{
     RunDetail, RunStatus, RunSummary, SpanDetail, SpanKind, SpanLink, SpanNode, TraceSummary,
 };
 
+use super::sizes::SizeScale;
 use super::{IdempotencyRecord, StoreError, StoreResult};
 use crate::ingest::{SpanState, TraceState};
 
@@ -276,7 +277,8 @@ pub(super) fn span_detail(
     })
 }
 
-pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
+/// A run's summary; its counted weight becomes bytes on disk by `scale`.
+pub(super) fn run_summary(r: &impl DbRow, scale: &SizeScale) -> StoreResult<RunSummary> {
     Ok(RunSummary {
         run_id: r.req_text("run_id")?,
         project: r.req_text("project")?,
@@ -288,15 +290,18 @@ pub(super) fn run_summary(r: &impl DbRow) -> StoreResult<RunSummary> {
         error_trace_count: r.req_int("errored_count")?,
         failed_trace_count: r.req_int("failed_count")?,
         updated_us: r.req_int("updated_us")?,
-        // The run's weight as counted: `Reader::size_scale` makes it bytes on disk.
-        size_bytes: r.req_int("bytes")?,
+        size_bytes: scale.bytes(r.req_int("bytes")?),
         values: Vec::new(),
     })
 }
 
-pub(super) fn run_detail(r: &impl DbRow, metric_keys: Vec<String>) -> StoreResult<RunDetail> {
+pub(super) fn run_detail(
+    r: &impl DbRow,
+    metric_keys: Vec<String>,
+    scale: &SizeScale,
+) -> StoreResult<RunDetail> {
     Ok(RunDetail {
-        summary: run_summary(r)?,
+        summary: run_summary(r, scale)?,
         config: json_value(r, "config")?.unwrap_or(Value::Null),
         metric_keys,
     })

@@ -47,8 +47,9 @@ impl<'a> RunsAsked<'a> {
 impl<DB: Dialect> Reader<DB> {
     pub(super) async fn read_runs(&self, asked: RunsAsked<'_>) -> StoreResult<RunList> {
         let columns: Vec<String> = asked.columns.iter().map(ToString::to_string).collect();
+        let scale = self.size_scale().await?;
         let read = |r: &DB::Row| {
-            let mut run = rows::run_summary(r)?;
+            let mut run = rows::run_summary(r, &scale)?;
             run.values = (0..asked.columns.len())
                 .map(|i| column_value(r, &asked.columns[i], i))
                 .collect::<StoreResult<_>>()?;
@@ -123,13 +124,6 @@ impl<DB: Dialect> Reader<DB> {
                 (runs, cursor)
             }
         };
-        let mut runs = runs;
-        if !runs.is_empty() {
-            let scale = self.size_scale().await?;
-            for run in &mut runs {
-                run.size_bytes = scale.bytes(run.size_bytes);
-            }
-        }
         Ok(RunList {
             runs,
             next_cursor,

@@ -16,6 +16,8 @@ pub struct SizeScale {
     pub used: i64,
     /// Every run's counted weight, deleted runs still being removed included.
     pub counted: i64,
+    /// The part of `counted` under deleted runs still being removed.
+    pub deleting: i64,
 }
 
 impl SizeScale {
@@ -47,20 +49,23 @@ pub struct DiskUsage {
 }
 
 impl<DB: Dialect> Reader<DB> {
+    /// The scale, read in one statement: the space in use and the runs' weights.
     pub(super) async fn size_scale(&self) -> StoreResult<SizeScale> {
-        let used = self.row(Sql::new(DB::USED_BYTES)).await?;
-        let counted = self
-            .row(Sql::new(
-                "SELECT CAST(COALESCE((SELECT SUM(bytes) FROM runs), 0) \
-                      + COALESCE((SELECT SUM(bytes) FROM deleted_runs), 0) AS BIGINT) AS counted",
-            ))
-            .await?;
+        let q = Sql::new(format!(
+            "SELECT u.used, \
+                    CAST(COALESCE((SELECT SUM(bytes) FROM runs), 0) AS BIGINT) AS live, \
+                    CAST(COALESCE((SELECT SUM(bytes) FROM deleted_runs), 0) AS BIGINT) AS deleting \
+               FROM ({}) u",
+            DB::USED_BYTES
+        ));
+        let Some(r) = self.row(q).await? else {
+            return Ok(SizeScale::default());
+        };
+        let deleting = r.req_int("deleting")?;
         Ok(SizeScale {
-            used: used.map(|r| r.req_int("used")).transpose()?.unwrap_or(0),
-            counted: counted
-                .map(|r| r.req_int("counted"))
-                .transpose()?
-                .unwrap_or(0),
+            used: r.req_int("used")?,
+            counted: r.req_int("live")?.saturating_add(deleting),
+            deleting,
         })
     }
 
@@ -82,14 +87,6 @@ impl<DB: Dialect> Reader<DB> {
             Some(r) => r.req_int("free")?,
             None => 0,
         };
-        let deleting = self
-            .row(Sql::new(
-                "SELECT CAST(COALESCE(SUM(bytes), 0) AS BIGINT) AS bytes FROM deleted_runs",
-            ))
-            .await?
-            .map(|r| r.req_int("bytes"))
-            .transpose()?
-            .unwrap_or(0);
         let projects = self
             .rows(Sql::new(
                 "SELECT project, COUNT(*) AS runs, CAST(SUM(bytes) AS BIGINT) AS bytes \
@@ -127,7 +124,7 @@ impl<DB: Dialect> Reader<DB> {
         Ok(DiskUsage {
             used: scale.used,
             free,
-            deleting: scale.bytes(deleting),
+            deleting: scale.bytes(scale.deleting),
             projects,
             runs,
         })
@@ -143,6 +140,7 @@ mod tests {
         let scale = SizeScale {
             used: 1_000_000,
             counted: 400,
+            deleting: 0,
         };
         assert_eq!(scale.bytes(100), 250_000);
         assert_eq!(scale.bytes(400), 1_000_000);
@@ -151,6 +149,7 @@ mod tests {
         let huge = SizeScale {
             used: i64::MAX,
             counted: i64::MAX,
+            deleting: 0,
         };
         assert_eq!(huge.bytes(i64::MAX), i64::MAX);
     }

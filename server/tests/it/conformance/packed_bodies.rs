@@ -6,7 +6,8 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write, TestStore};
 use serde_json::{json, Value};
-use treeline_server::store::TraceQuery;
+use std::sync::Arc;
+use treeline_server::store::{Store, TraceQuery};
 use treeline_wire::text::{BodyField, TextQuery};
 
 /// A chat prompt of several kilobytes, with a word of its own near the end.
@@ -112,66 +113,37 @@ async fn large_bodies_are_packed_and_read_back_the_same(t: TestStore) {
     );
 }
 
+/// Sends `event` to run r1 with `input` on it.
+async fn send(s: &Arc<dyn Store>, event: Value, input: Value) {
+    write(s, "r1", &[with(event, json!({"input": input}))]).await;
+}
+
+/// The input the inspector shows for `span` of `trace` in run r1.
+async fn input_of(s: &Arc<dyn Store>, trace: &str, span: &str) -> Option<Value> {
+    let detail = s.reads().get_span("r1", trace, span).await.unwrap();
+    detail.and_then(|d| d.input)
+}
+
 async fn a_body_sent_again_replaces_the_stored_one_whichever_way_each_is_kept(t: TestStore) {
     let s = &t.store;
     run(s, "r1").await;
     // Packed, then text: the text wins and the frame goes.
-    write(
-        s,
-        "r1",
-        &[with(
-            open("t1", "a", None, "model", 1),
-            json!({"input": prompt("first")}),
-        )],
-    )
-    .await;
+    send(s, open("t1", "a", None, "model", 1), prompt("first")).await;
     assert_eq!(kept(&t, "a").await[0], (false, true));
-    write(
-        s,
-        "r1",
-        &[with(close("t1", "a", "ok", 2), json!({"input": "short"}))],
-    )
-    .await;
+    send(s, close("t1", "a", "ok", 2), json!("short")).await;
     assert_eq!(kept(&t, "a").await[0], (true, false));
-    let span = s.reads().get_span("r1", "t1", "a").await.unwrap().unwrap();
-    assert_eq!(span.input, Some(json!("short")));
+    assert_eq!(input_of(s, "t1", "a").await, Some(json!("short")));
 
     // Text, then packed: the frame wins and the text goes.
-    write(
-        s,
-        "r1",
-        &[with(
-            open("t2", "b", None, "model", 1),
-            json!({"input": "short"}),
-        )],
-    )
-    .await;
-    write(
-        s,
-        "r1",
-        &[with(
-            close("t2", "b", "ok", 2),
-            json!({"input": prompt("second")}),
-        )],
-    )
-    .await;
+    send(s, open("t2", "b", None, "model", 1), json!("short")).await;
+    send(s, close("t2", "b", "ok", 2), prompt("second")).await;
     assert_eq!(kept(&t, "b").await[0], (false, true));
-    let span = s.reads().get_span("r1", "t2", "b").await.unwrap().unwrap();
-    assert_eq!(span.input, Some(prompt("second")));
+    assert_eq!(input_of(s, "t2", "b").await, Some(prompt("second")));
 
     // A close without an input keeps the packed one.
-    write(
-        s,
-        "r1",
-        &[with(
-            open("t3", "c", None, "model", 1),
-            json!({"input": prompt("kept")}),
-        )],
-    )
-    .await;
+    send(s, open("t3", "c", None, "model", 1), prompt("kept")).await;
     write(s, "r1", &[close("t3", "c", "ok", 2)]).await;
-    let span = s.reads().get_span("r1", "t3", "c").await.unwrap().unwrap();
-    assert_eq!(span.input, Some(prompt("kept")));
+    assert_eq!(input_of(s, "t3", "c").await, Some(prompt("kept")));
 }
 
 on_both!(tokio::test, |t| t;
