@@ -316,22 +316,9 @@ fn event_from<F: Fields>(obj: &F) -> Result<(SpanEvent, Vec<String>), Invalid> {
     match op {
         "open" => {
             let parent_span_id = opt_str(obj, "parent_span_id")?;
-            if let Some(parent) = parent_span_id {
-                check_id(parent, "parent_span_id")?;
-                if parent == span_id {
-                    return Err(Invalid::new(
-                        "invalid_parent",
-                        "parent_span_id must not be the span's own span_id",
-                    ));
-                }
-            }
+            check_parent(span_id, parent_span_id)?;
             let name = req_str(obj, "name")?;
-            if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
-                return Err(Invalid::new(
-                    "invalid_name",
-                    format!("name must be 1-{MAX_NAME_CHARS} characters"),
-                ));
-            }
+            check_name(name)?;
             let kind = SpanKind::parse_field(req_str(obj, "kind")?, "kind")?;
             let thread_id = opt_str(obj, "thread_id")?.map(str::to_string);
             if thread_id.as_ref().is_some_and(|t| t.len() > 256) {
@@ -360,12 +347,7 @@ fn event_from<F: Fields>(obj: &F) -> Result<(SpanEvent, Vec<String>), Invalid> {
         }
         "close" => {
             let status = SpanStatus::parse_field(req_str(obj, "status")?, "status")?;
-            if status == SpanStatus::Running {
-                return Err(Invalid::new(
-                    "invalid_status",
-                    "status of a close must not be \"running\"",
-                ));
-            }
+            check_close_status(status)?;
             Ok((
                 SpanEvent::Close(CloseEvent {
                     trace_id: trace_id.to_string(),
@@ -428,13 +410,58 @@ fn opt_non_negative<F: Fields>(obj: &F, field: &str) -> Result<Option<i64>, Inva
     match obj.field(field) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => match v.as_i64() {
-            Some(n) if n >= 0 => Ok(Some(n)),
-            _ => Err(Invalid::new(
-                "invalid_field",
-                format!("{field} must be a non-negative integer"),
-            )),
+            Some(n) => non_negative(Some(n), field),
+            None => Err(not_non_negative(field)),
         },
     }
+}
+
+pub(crate) fn non_negative(value: Option<i64>, field: &str) -> Result<Option<i64>, Invalid> {
+    match value {
+        Some(n) if n < 0 => Err(not_non_negative(field)),
+        _ => Ok(value),
+    }
+}
+
+fn not_non_negative(field: &str) -> Invalid {
+    Invalid::new(
+        "invalid_field",
+        format!("{field} must be a non-negative integer"),
+    )
+}
+
+/// A parent, when given, is a valid id other than the span's own.
+pub(crate) fn check_parent(span_id: &str, parent: Option<&str>) -> Result<(), Invalid> {
+    let Some(parent) = parent else { return Ok(()) };
+    check_id(parent, "parent_span_id")?;
+    if parent == span_id {
+        return Err(Invalid::new(
+            "invalid_parent",
+            "parent_span_id must not be the span's own span_id",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_name(name: &str) -> Result<(), Invalid> {
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(Invalid::new(
+            "invalid_name",
+            format!("name must be 1-{MAX_NAME_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// A close ends the span: it cannot say it is still running.
+pub(crate) fn check_close_status(status: SpanStatus) -> Result<(), Invalid> {
+    if status == SpanStatus::Running {
+        return Err(Invalid::new(
+            "invalid_status",
+            "status of a close must not be \"running\"",
+        ));
+    }
+    Ok(())
 }
 
 /// The body under `field`, flagged as truncated when the server cuts it or when the
@@ -468,10 +495,19 @@ fn attributes<F: Fields>(
     let raw = raw
         .as_object()
         .ok_or_else(|| Invalid::new("invalid_attributes", "attributes must be an object"))?;
+    keep_attributes(raw.clone(), warnings)
+}
+
+/// The attributes an event keeps: every value checked, span fields and those past
+/// the first [`MAX_ATTRIBUTES`] dropped with a warning.
+pub(crate) fn keep_attributes(
+    raw: Map<String, Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, Invalid> {
     let mut kept = Map::new();
     let mut over = 0usize;
     for (name, value) in raw {
-        check_attribute(name, value)?;
+        check_attribute(&name, &value)?;
         if RESERVED_ATTRIBUTES.contains(&name.as_str()) {
             warnings.push(format!(
                 "attributes.{name} was dropped: {name} is a span field, not an attribute"
@@ -479,7 +515,7 @@ fn attributes<F: Fields>(
         } else if kept.len() == MAX_ATTRIBUTES {
             over += 1;
         } else {
-            kept.insert(name.clone(), value.clone());
+            kept.insert(name, value);
         }
     }
     if over > 0 {

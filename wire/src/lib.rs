@@ -19,6 +19,7 @@ pub mod text;
 mod compare;
 pub mod contract;
 mod dates;
+mod drafts;
 mod events;
 mod export;
 mod ids;
@@ -30,6 +31,7 @@ mod session;
 
 pub use compare::*;
 pub use dates::{civil_date, days_from_civil};
+pub use drafts::*;
 pub use events::*;
 pub use export::*;
 pub use ids::*;

@@ -46,7 +46,7 @@ pub fn check_timestamp(ts: i64, field: &str) -> Result<(), crate::Invalid> {
 
 /// Whether `value` holds a NUL character in a string or a key; allocates nothing,
 /// as every event and metric point on the ingest path is asked.
-fn has_nul(value: &serde_json::Value) -> bool {
+pub(crate) fn has_nul(value: &serde_json::Value) -> bool {
     use serde_json::Value;
     match value {
         Value::String(s) => s.contains('\0'),

@@ -1,20 +1,23 @@
-//! One OTLP span to the open and close events of the native API (docs/api.md), which then go
-//! through `parse_event` like any other: kinds from OpenInference or the gen_ai
-//! conventions, bodies as chat messages where there are messages, token counts, step
-//! and error. Pure: no I/O, no clock.
+//! One OTLP span to the open and close events of the native API (docs/api.md), built
+//! directly as typed events and checked by the native API's rules
+//! ([`OpenDraft::check`]): kinds from OpenInference or the gen_ai conventions, bodies
+//! as chat messages where there are messages, token counts, step and error. Pure: no
+//! I/O, no clock.
 
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::{json, Map, Value};
-use treeline_wire::{SpanKind, MAX_NAME_CHARS};
+use treeline_wire::{
+    CloseDraft, Invalid, OpenDraft, SpanEvent, SpanKind, SpanLink, SpanStatus, MAX_NAME_CHARS,
+};
 
 use super::attributes::{as_i64, fit, flatten, hex};
 use super::messages;
 
-/// The two native events of one span, and notes on what had to be changed to fit.
+/// The two checked events of one span, and notes on what had to be changed to fit.
 #[derive(Debug)]
 pub struct SpanEvents {
-    pub open: Value,
-    pub close: Value,
+    pub open: SpanEvent,
+    pub close: SpanEvent,
     pub notes: Vec<String>,
 }
 
@@ -23,8 +26,21 @@ pub fn micros(nanos: u64) -> i64 {
     (nanos / 1_000) as i64
 }
 
-/// The span's events; `now_us` stands in for a missing start time.
-pub fn span_events(span: &Span, now_us: i64) -> SpanEvents {
+/// The span's events, checked as the native API checks an event; `now_us` stands in
+/// for a missing start time.
+pub fn span_events(span: &Span, now_us: i64) -> Result<SpanEvents, Invalid> {
+    let (open, close, mut notes) = drafts(span, now_us);
+    let (open, warnings) = open.check()?;
+    notes.extend(warnings);
+    Ok(SpanEvents {
+        open: SpanEvent::Open(open),
+        close: SpanEvent::Close(close.check()?),
+        notes,
+    })
+}
+
+/// The span's events before they are checked.
+pub fn drafts(span: &Span, now_us: i64) -> (OpenDraft, CloseDraft, Vec<String>) {
     let trace_id = hex(&span.trace_id);
     let span_id = hex(&span.span_id);
     let mut attrs = flatten(&span.attributes);
@@ -43,49 +59,45 @@ pub fn span_events(span: &Span, now_us: i64) -> SpanEvents {
     if name.trim().is_empty() {
         name = "(unnamed span)".into();
     }
-    let parent = (!span.parent_span_id.is_empty()).then(|| hex(&span.parent_span_id));
     let failed = span
         .status
         .as_ref()
         .is_some_and(|s| s.code == StatusCode::Error as i32);
-    let links: Vec<Value> = span
+    let links = span
         .links
         .iter()
         .filter(|l| !l.trace_id.is_empty() && !l.span_id.is_empty())
-        .map(|l| json!({"trace_id": hex(&l.trace_id), "span_id": hex(&l.span_id)}))
+        .map(|l| SpanLink {
+            trace_id: hex(&l.trace_id),
+            span_id: hex(&l.span_id),
+        })
         .collect();
-
-    // Built field by field: `json!` would serialize (copy) the attributes and bodies.
-    let mut open = Map::new();
-    open.insert("op".into(), json!("open"));
-    open.insert("trace_id".into(), Value::String(trace_id.clone()));
-    open.insert("span_id".into(), Value::String(span_id.clone()));
-    open.insert(
-        "parent_span_id".into(),
-        parent.map_or(Value::Null, Value::String),
-    );
-    open.insert("name".into(), Value::String(name));
-    open.insert("kind".into(), json!(kind.as_str()));
-    open.insert("ts".into(), json!(start));
-    open.insert("step".into(), step.map_or(Value::Null, Value::from));
-    open.insert("attributes".into(), Value::Object(attrs));
-    open.insert("input".into(), input.unwrap_or(Value::Null));
-    let mut close = Map::new();
-    close.insert("op".into(), json!("close"));
-    close.insert("trace_id".into(), Value::String(trace_id));
-    close.insert("span_id".into(), Value::String(span_id));
-    close.insert("ts".into(), json!(end));
-    close.insert("status".into(), json!(if failed { "error" } else { "ok" }));
-    close.insert("output".into(), output.unwrap_or(Value::Null));
-    let error = if failed { error_body(span) } else { None };
-    close.insert("error".into(), error.unwrap_or(Value::Null));
-    close.insert("links".into(), Value::Array(links));
-    close.insert(
-        "token_count".into(),
-        token_count.map_or(Value::Null, Value::from),
-    );
-    let (open, close) = (Value::Object(open), Value::Object(close));
-    SpanEvents { open, close, notes }
+    let open = OpenDraft {
+        trace_id: trace_id.clone(),
+        span_id: span_id.clone(),
+        parent_span_id: (!span.parent_span_id.is_empty()).then(|| hex(&span.parent_span_id)),
+        name,
+        kind,
+        ts: start,
+        step,
+        attributes: attrs,
+        input,
+    };
+    let close = CloseDraft {
+        trace_id,
+        span_id,
+        ts: end,
+        status: if failed {
+            SpanStatus::Error
+        } else {
+            SpanStatus::Ok
+        },
+        output,
+        error: if failed { error_body(span) } else { None },
+        links,
+        token_count,
+    };
+    (open, close, notes)
 }
 
 /// `openinference.span.kind` first, then `gen_ai.operation.name`; then, for
@@ -286,8 +298,8 @@ mod tests {
     use super::*;
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
     use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::trace::v1::{span::Event, Status};
-    use treeline_wire::{parse_event, SpanEvent, SpanStatus};
+    use opentelemetry_proto::tonic::trace::v1::{span::Event, span::Link, Status};
+    use treeline_wire::{parse_event, CloseEvent, OpenEvent};
 
     fn attrs(pairs: &[(&str, Value)]) -> Map<String, Value> {
         pairs
@@ -437,13 +449,18 @@ mod tests {
         }
     }
 
+    fn checked(span: &Span, now: i64) -> (OpenEvent, CloseEvent, Vec<String>) {
+        let events = span_events(span, now).expect("a valid span");
+        let (SpanEvent::Open(open), SpanEvent::Close(close)) = (events.open, events.close) else {
+            panic!("expected an open and a close")
+        };
+        (open, close, events.notes)
+    }
+
     #[test]
     fn a_span_becomes_a_valid_open_and_close() {
-        let events = span_events(&span(), 0);
-        let (SpanEvent::Open(open), warnings) = parse_event(&events.open).expect("open") else {
-            panic!("expected an open")
-        };
-        assert!(warnings.is_empty(), "{warnings:?}");
+        let (open, close, notes) = checked(&span(), 0);
+        assert!(notes.is_empty(), "{notes:?}");
         assert_eq!(open.trace_id, "ab".repeat(16));
         assert_eq!(open.span_id, "0101010101010101");
         assert_eq!(open.parent_span_id.as_deref(), Some("0202020202020202"));
@@ -451,11 +468,9 @@ mod tests {
         assert_eq!(open.ts, 1_764_420_000_123_456);
         assert_eq!(open.step, Some(3));
         assert_eq!(open.input.map(|b| b.json), Some("\"question\"".into()));
-        let (SpanEvent::Close(close), _) = parse_event(&events.close).expect("close") else {
-            panic!("expected a close")
-        };
         assert_eq!(close.ts, 1_764_420_001_000_000);
         assert_eq!(close.status, SpanStatus::Ok);
+        assert_eq!(close.output.map(|b| b.json), Some("\"answer\"".into()));
         assert_eq!(close.error, None);
     }
 
@@ -475,18 +490,18 @@ mod tests {
             ],
             ..Default::default()
         });
-        let events = span_events(&s, 0);
-        assert_eq!(events.open["parent_span_id"], Value::Null);
-        assert_eq!(events.close["status"], "error");
+        let (open, close, _) = checked(&s, 0);
+        assert_eq!(open.parent_span_id, None);
+        assert_eq!(close.status, SpanStatus::Error);
+        let error = |close: CloseEvent| -> Value {
+            serde_json::from_str(&close.error.expect("an error").json).expect("JSON")
+        };
         assert_eq!(
-            events.close["error"],
+            error(close),
             json!({"type": "ValueError", "message": "bad input"})
         );
         s.events.clear();
-        assert_eq!(
-            span_events(&s, 0).close["error"],
-            json!({"message": "status text"})
-        );
+        assert_eq!(error(checked(&s, 0).1), json!({"message": "status text"}));
     }
 
     #[test]
@@ -495,9 +510,93 @@ mod tests {
         s.start_time_unix_nano = 0;
         s.end_time_unix_nano = 0;
         s.name.clear();
-        let events = span_events(&s, 77);
-        assert_eq!(events.open["ts"], 77);
-        assert_eq!(events.close["ts"], 77);
-        assert!(parse_event(&events.open).is_ok());
+        let (open, close, _) = checked(&s, 77);
+        assert_eq!((open.ts, close.ts), (77, 77));
+        assert_eq!(open.name, "(unnamed span)");
+    }
+
+    /// The drafts as the native API's JSON, for `parse_event` to judge.
+    fn as_json(open: &OpenDraft, close: &CloseDraft) -> (Value, Value) {
+        let open = json!({
+            "op": "open", "trace_id": open.trace_id, "span_id": open.span_id,
+            "parent_span_id": open.parent_span_id, "name": open.name,
+            "kind": open.kind.as_str(), "ts": open.ts, "step": open.step,
+            "attributes": open.attributes, "input": open.input,
+        });
+        let close = json!({
+            "op": "close", "trace_id": close.trace_id, "span_id": close.span_id,
+            "ts": close.ts, "status": close.status.as_str(), "output": close.output,
+            "error": close.error, "links": close.links, "token_count": close.token_count,
+        });
+        (open, close)
+    }
+
+    /// The typed path must accept, change and refuse exactly what the native API
+    /// does with the same span as JSON: the same events, warnings and errors.
+    #[test]
+    fn direct_events_are_what_the_native_api_makes_of_the_same_json() {
+        let mut many = span();
+        many.attributes
+            .extend((0..300).map(|i| kv(&format!("a{i}"), "v")));
+        let mut reserved = span();
+        reserved.attributes.push(kv("status", "x"));
+        reserved.attributes.push(kv("thread_id", "t"));
+        let mut nul_name = span();
+        nul_name.name = "a\0b".into();
+        let mut nul_attribute = span();
+        nul_attribute.attributes.push(kv("user", "u\0"));
+        let mut nul_input = span();
+        nul_input.attributes.push(kv("input.value", "q\0"));
+        let mut nul_output = span();
+        nul_output.attributes.push(kv("output.value", "\0"));
+        let mut own_parent = span();
+        own_parent.parent_span_id = own_parent.span_id.clone();
+        let mut no_span_id = span();
+        no_span_id.span_id.clear();
+        let mut no_trace_id = span();
+        no_trace_id.trace_id.clear();
+        let mut far_future = span();
+        far_future.start_time_unix_nano = u64::MAX;
+        far_future.end_time_unix_nano = u64::MAX;
+        let mut long_id = span();
+        long_id.span_id = vec![7; 40];
+        let mut linked = span();
+        linked.links.push(Link {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            ..Default::default()
+        });
+        let mut failed = span();
+        failed.status = Some(Status {
+            message: "boom\0".into(),
+            code: StatusCode::Error as i32,
+        });
+        let cases = [
+            ("plain", span()),
+            ("300 attributes", many),
+            ("reserved names", reserved),
+            ("NUL in the name", nul_name),
+            ("NUL in an attribute", nul_attribute),
+            ("NUL in the input", nul_input),
+            ("NUL in the output", nul_output),
+            ("its own parent", own_parent),
+            ("no span id", no_span_id),
+            ("no trace id", no_trace_id),
+            ("far future", far_future),
+            ("a 40-byte span id", long_id),
+            ("a link", linked),
+            ("NUL in the error", failed),
+        ];
+        for (what, span) in cases {
+            let direct = span_events(&span, 5).map(|e| (e.open, e.close, e.notes));
+            let (open, close, notes) = drafts(&span, 5);
+            let (open, close) = as_json(&open, &close);
+            let native = parse_event(&open).and_then(|(open, mut warnings)| {
+                let (close, more) = parse_event(&close)?;
+                warnings.extend(more);
+                Ok((open, close, notes.into_iter().chain(warnings).collect()))
+            });
+            assert_eq!(direct, native, "{what}");
+        }
     }
 }

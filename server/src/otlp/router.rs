@@ -1,5 +1,5 @@
-//! `POST /v1/traces`: decode, map each span to an open and a close, validate them with
-//! `parse_event` and store them with `write_events`, exactly as native events are.
+//! `POST /v1/traces`: decode, map each span to an open and a close checked by the
+//! native API's rules, and store them with `write_events`, exactly as native events are.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,7 +15,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest,
 };
 use opentelemetry_proto::tonic::trace::v1::Span;
-use treeline_wire::{check_id, parse_event, SpanEvent};
+use treeline_wire::{check_id, SpanEvent};
 
 use super::attributes::{flatten, hex};
 use super::bound;
@@ -334,22 +334,14 @@ fn plan(
             let seq = report.span_ids.len();
             let span_id = hex(&span.span_id);
             report.span_ids.push(span_id.clone());
-            let mapped = span_events(span, now);
-            let parsed = parse_event(&mapped.open)
-                .and_then(|open| parse_event(&mapped.close).map(|close| (open, close)));
-            let ((open, open_warnings), (close, close_warnings)) = match parsed {
-                Ok(pair) => pair,
+            let mapped = match span_events(span, now) {
+                Ok(mapped) => mapped,
                 Err(e) => {
                     report.reject(format!("span {span_id}: {}", e.message));
                     continue;
                 }
             };
-            for text in mapped
-                .notes
-                .into_iter()
-                .chain(open_warnings)
-                .chain(close_warnings)
-            {
+            for text in mapped.notes {
                 report.warn(format!("span {span_id}: {text}"));
             }
             let (run_id, name) = match &target.run_id {
@@ -375,7 +367,9 @@ fn plan(
                 name,
                 spans: Vec::new(),
             });
-            batch.spans.push([(2 * seq, open), (2 * seq + 1, close)]);
+            batch
+                .spans
+                .push([(2 * seq, mapped.open), (2 * seq + 1, mapped.close)]);
         }
     }
     (batches, report)
