@@ -24,7 +24,7 @@ has_chromium() { [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; }
 has_postgres() {
   local dir
   for dir in ${PG_BIN:-} /usr/local/bin /usr/lib/postgresql/*/bin; do
-    if [ -x "$dir/pg_ctl" ] && [ -x "$dir/initdb" ]; then return 0; fi
+    if [ -x "$dir/pg_ctl" ] && [ -x "$dir/initdb" ] && [ -x "$dir/pg_basebackup" ]; then return 0; fi
   done
   return 1
 }
@@ -82,7 +82,7 @@ say "installing ${packages[*]}"
 # Installed is not enough: what the tests look for must now be there.
 missing=()
 if wants chromium && ! has_chromium; then missing+=("chromium at ${CHROMIUM:-/usr/bin/chromium}"); fi
-if wants postgres && ! has_postgres; then missing+=("pg_ctl and initdb"); fi
+if wants postgres && ! has_postgres; then missing+=("pg_ctl, initdb and pg_basebackup"); fi
 if wants pyvenv && ! has_pyvenv; then missing+=("python3 -m venv (is python3 Debian's?)"); fi
 if [ ${#missing[@]} -gt 0 ]; then
   gone=$(printf '%s, ' "${missing[@]}")

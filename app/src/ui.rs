@@ -4,6 +4,7 @@ use leptos_router::{
     components::{Route, Router, Routes},
     path, Lazy,
 };
+use treeline_wire::SessionInfo;
 
 pub mod api;
 mod client_data;
@@ -43,8 +44,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 /// Who is signed in, and the way out; nothing when the server needs no sign-in or
 /// the caller came with a key rather than a session.
 #[component]
-fn Account() -> impl IntoView {
-    let me = Resource::new(|| (), |_| api::session());
+fn Account(me: Resource<Result<SessionInfo, api::ApiError>>) -> impl IntoView {
     view! {
         <Suspense fallback=|| ()>
             {move || {
@@ -66,9 +66,36 @@ fn Account() -> impl IntoView {
     }
 }
 
+/// Lag a person would notice: a trace just written may be missing from the lists.
+const NOTICEABLE_LAG_MS: i64 = 1_000;
+
+/// A strip under the top bar while the replica the dashboard reads lags its primary.
+#[component]
+fn ReplicaLag(me: Resource<Result<SessionInfo, api::ApiError>>) -> impl IntoView {
+    view! {
+        <Suspense fallback=|| ()>
+            {move || {
+                let lag = me.get().and_then(Result::ok).and_then(|s| s.replica_lag_ms)?;
+                (lag >= NOTICEABLE_LAG_MS).then(|| {
+                    let behind = format::duration(lag.saturating_mul(1_000));
+                    view! {
+                        <div class="replica-lag" role="status">
+                            {format!(
+                                "This dashboard reads a replica that is {behind} behind the \
+                                 database: the newest traces and runs may not show yet."
+                            )}
+                        </div>
+                    }
+                })
+            }}
+        </Suspense>
+    }
+}
+
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    let me = Resource::new(|| (), |_| api::session());
     view! {
         <Stylesheet id="treeline" href="/pkg/treeline.css"/>
         <Title text="Treeline"/>
@@ -79,8 +106,9 @@ pub fn App() -> impl IntoView {
                     <a href="/">"Runs"</a>
                     <a href="/traces">"Traces"</a>
                 </nav>
-                <Account/>
+                <Account me/>
             </header>
+            <ReplicaLag me/>
             <main>
                 <Routes fallback=|| view! { <h1>"Page not found"</h1><p class="empty">"Nothing lives at this address."</p> }>
                     <Route path=path!("") view=pages::runs::RunsPage/>

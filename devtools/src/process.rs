@@ -11,6 +11,8 @@ pub enum Storage<'a> {
     DataDir(&'a Path),
     /// A PostgreSQL database.
     Database(&'a str),
+    /// A PostgreSQL database, whose query routes read a streaming replica of it.
+    Replicated { primary: &'a str, replica: &'a str },
 }
 
 /// Starts `exe serve` on `addr`, its output appended to the file `log`.
@@ -25,6 +27,9 @@ pub fn spawn_serve(exe: &Path, addr: &str, storage: Storage, log: &Path) -> std:
     match storage {
         Storage::DataDir(dir) => command.arg("--data-dir").arg(dir),
         Storage::Database(url) => command.args(["--database-url", url]),
+        Storage::Replicated { primary, replica } => {
+            command.args(["--database-url", primary, "--read-database-url", replica])
+        }
     };
     command.stdin(Stdio::null()).stdout(out).stderr(err).spawn()
 }

@@ -123,6 +123,11 @@ pub struct ServeArgs {
     /// Database to use instead of the embedded one: sqlite:PATH or postgres://…
     #[arg(long, env = "TREELINE_DATABASE_URL")]
     pub database_url: Option<String>,
+    /// A streaming replica of the PostgreSQL --database-url (postgres://…), which the
+    /// query routes and the dashboard read; writes and access checks stay on the
+    /// primary. The dashboard says when the replica lags.
+    #[arg(long, env = "TREELINE_READ_DATABASE_URL")]
+    pub read_database_url: Option<String>,
     /// An admin API key, presented as `Authorization: Bearer <key>` (for a first
     /// start; `treeline keys create` makes scoped ones). Repeat for several;
     /// TREELINE_API_KEYS takes a comma-separated list.
@@ -167,8 +172,9 @@ impl Default for ServeArgs {
 pub async fn open_store(
     data_dir: &std::path::Path,
     database_url: Option<&str>,
+    read_url: Option<&str>,
 ) -> Outcome<(String, Arc<dyn store::Store>)> {
-    store::open_in(data_dir, database_url)
+    store::open_in(data_dir, database_url, read_url)
         .await
         .context("cannot open the database")
 }
@@ -261,7 +267,12 @@ pub fn main() -> ExitCode {
 }
 
 async fn serve_command(args: ServeArgs) -> Outcome {
-    let (url, store) = open_store(&args.data_dir, args.database_url.as_deref()).await?;
+    let (url, store) = open_store(
+        &args.data_dir,
+        args.database_url.as_deref(),
+        args.read_database_url.as_deref(),
+    )
+    .await?;
     prune_old_records(store.clone());
     // Checked before serving, so a demo is never loaded over a user's own runs.
     let load_demo = args.demo
@@ -316,6 +327,8 @@ async fn serve_command(args: ServeArgs) -> Outcome {
         .context("cannot read the listening address")?;
     let database = if url.starts_with("sqlite:") {
         url.clone()
+    } else if args.read_database_url.is_some() {
+        "postgres, lists read from its replica".into()
     } else {
         "postgres".into()
     };

@@ -34,7 +34,7 @@ impl DatabaseArgs {
                 file.display()
             )));
         }
-        let (_, store) = crate::store::open_in(&self.data_dir, self.database_url.as_deref())
+        let (_, store) = crate::store::open_in(&self.data_dir, self.database_url.as_deref(), None)
             .await
             .context("cannot open the database")?;
         Ok(store)

@@ -213,6 +213,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// counting the matches of a word most traces hold (`Reader::mostly_matching`):
     /// SQLite counts them from the index alone, quickly.
     const PROBE_COMMON_TEXT: bool;
+    /// How far a read replica's replay is behind its primary, in milliseconds
+    /// (`lag_ms`): 0 when it has replayed all it received.
+    const REPLICA_LAG_MS: &'static str;
     /// One row, `used`: the bytes the database's tables and indexes take.
     const USED_BYTES: &'static str;
     /// One row, `free`: bytes the database holds free for reuse.
@@ -370,6 +373,8 @@ impl Dialect for Sqlite {
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
     const PROBE_COMMON_TEXT: bool = false;
+    // SQLite has no replicas; a SQLite reader is never made one.
+    const REPLICA_LAG_MS: &'static str = "SELECT CAST(0 AS BIGINT) AS lag_ms";
     const USED_BYTES: &'static str =
         "SELECT (p.page_count - f.freelist_count) * s.page_size AS used \
          FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
@@ -599,6 +604,13 @@ impl Dialect for Postgres {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const PROBE_COMMON_TEXT: bool = true;
+    // A standby that has replayed every record it received is current; otherwise it
+    // is as far behind as its last replayed commit. On a server not in recovery
+    // both functions are NULL, which reads as 0.
+    const REPLICA_LAG_MS: &'static str = "SELECT CAST(CASE \
+         WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
+         ELSE COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp()) \
+         * 1000, 0) END AS BIGINT) AS lag_ms";
     // Tables with their indexes and TOAST, in the schema the store uses.
     const USED_BYTES: &'static str =
         "SELECT CAST(COALESCE(SUM(pg_total_relation_size(c.oid)), 0) AS BIGINT) AS used \

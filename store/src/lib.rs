@@ -105,6 +105,12 @@ pub enum StoreError {
     /// The data directory could not be made.
     #[error("cannot create the data directory {0}")]
     DataDir(String, #[source] std::io::Error),
+    /// A read replica was given for a database that has none (SQLite).
+    #[error(
+        "--read-database-url needs a PostgreSQL --database-url (postgres://…): it names a \
+         streaming replica of that database"
+    )]
+    ReplicaNeedsPostgres,
     /// The group writer ended without answering (it panicked, say).
     #[error("the writer stopped before answering")]
     WriterStopped,
@@ -409,7 +415,14 @@ pub trait Idempotency: Send + Sync {
 /// A whole backend: its writes, its idempotency records, its reader, and its keys
 /// and sessions.
 pub trait Store: Ingest + Idempotency + 'static {
+    /// Reads of the primary: what a write path or an access check reads, which must
+    /// see every acknowledged write.
     fn reads(&self) -> &dyn Reads;
+    /// Reads for the query routes: a read replica's when the server was given one
+    /// (`--read-database-url`), which may lag the primary; else [`Store::reads`].
+    fn query_reads(&self) -> &dyn Reads {
+        self.reads()
+    }
     fn access(&self) -> &dyn Access;
 }
 
@@ -417,10 +430,12 @@ pub trait Store: Ingest + Idempotency + 'static {
 pub const SQLITE_FILE: &str = "treeline.db";
 
 /// Opens the store `database_url` names, or else the SQLite file in `data_dir`
-/// (created, with the directory, if need be); answers its URL too.
+/// (created, with the directory, if need be); answers its URL too. Query routes
+/// read `read_url`, a PostgreSQL replica of `database_url`, when one is given.
 pub async fn open_in(
     data_dir: &std::path::Path,
     database_url: Option<&str>,
+    read_url: Option<&str>,
 ) -> StoreResult<(String, std::sync::Arc<dyn Store>)> {
     let url = match database_url {
         Some(url) => url.to_string(),
@@ -430,13 +445,23 @@ pub async fn open_in(
             format!("sqlite:{}", data_dir.join(SQLITE_FILE).to_string_lossy())
         }
     };
-    let store = open(&url).await?;
+    let store = match read_url {
+        None => open(&url).await?,
+        Some(_) if !is_postgres(&url) => return Err(StoreError::ReplicaNeedsPostgres),
+        Some(read_url) => {
+            std::sync::Arc::new(PostgresStore::connect_with_replica(&url, Some(read_url)).await?)
+        }
+    };
     Ok((url, store))
+}
+
+fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgres:") || url.starts_with("postgresql:")
 }
 
 /// Opens the store a `--database-url` names: `sqlite:PATH` or `postgres://…`.
 pub async fn open(url: &str) -> StoreResult<std::sync::Arc<dyn Store>> {
-    if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+    if is_postgres(url) {
         Ok(std::sync::Arc::new(PostgresStore::connect(url).await?))
     } else {
         Ok(std::sync::Arc::new(SqliteStore::open(url).await?))

@@ -36,12 +36,21 @@ const READ_CONNECTIONS: u32 = 8;
 pub struct PostgresStore {
     pool: PgPool,
     reader: Reader<Postgres>,
+    /// The query routes' reader: a replica's, or else `reader`'s pool again.
+    query_reader: Reader<Postgres>,
     access: AccessStore<Postgres>,
 }
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://…`) and runs the migrations.
     pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_with_replica(url, None).await
+    }
+
+    /// [`PostgresStore::connect`], with the query routes reading `read_url`, a
+    /// streaming replica of `url`, when given. Writes, access checks and the reads
+    /// of the write paths stay on the primary, which has every acknowledged write.
+    pub async fn connect_with_replica(url: &str, read_url: Option<&str>) -> StoreResult<Self> {
         let options = PgConnectOptions::from_str(url)?;
         let pool = PgPoolOptions::new()
             .max_connections(WRITE_CONNECTIONS)
@@ -49,18 +58,18 @@ impl PostgresStore {
             .connect_with(options.clone())
             .await?;
         super::migrations::postgres().await?.run(&pool).await?;
-        // Custom plans for every read: after five runs of a prepared statement
-        // PostgreSQL may settle on a generic plan, blind to the bound run and filter,
-        // that probed the spans of all 100,000 traces of a run (535 ms, not 81).
-        let reads = PgPoolOptions::new()
-            .max_connections(READ_CONNECTIONS)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options.options([("plan_cache_mode", "force_custom_plan")]))
-            .await?;
+        let reads = read_pool(options).await?;
+        let query_reader = match read_url {
+            Some(read_url) => {
+                Reader::replica(read_pool(PgConnectOptions::from_str(read_url)?).await?)
+            }
+            None => Reader::new(reads.clone()),
+        };
         Ok(PostgresStore {
             access: AccessStore::new(reads.clone(), pool.clone()),
             pool,
             reader: Reader::new(reads),
+            query_reader,
         })
     }
 
@@ -83,6 +92,17 @@ impl PostgresStore {
         };
         Ok(format!("{base}/{name}{query}"))
     }
+}
+
+/// A pool for reads. Custom plans for every read: after five runs of a prepared
+/// statement PostgreSQL may settle on a generic plan, blind to the bound run and
+/// filter, that probed the spans of all 100,000 traces of a run (535 ms, not 81).
+async fn read_pool(options: PgConnectOptions) -> StoreResult<PgPool> {
+    Ok(PgPoolOptions::new()
+        .max_connections(READ_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(options.options([("plan_cache_mode", "force_custom_plan")]))
+        .await?)
 }
 
 struct PgLoader<'a, 't> {
@@ -354,6 +374,10 @@ impl Idempotency for PostgresStore {
 impl Store for PostgresStore {
     fn reads(&self) -> &dyn Reads {
         &self.reader
+    }
+
+    fn query_reads(&self) -> &dyn Reads {
+        &self.query_reader
     }
 
     fn access(&self) -> &dyn Access {

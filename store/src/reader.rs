@@ -36,6 +36,9 @@ pub const MAX_ANCESTORS: i64 = 100_000;
 /// only, and none writes.
 #[async_trait]
 pub trait Reads: Send + Sync {
+    /// How far behind its primary this reader's database is, in milliseconds;
+    /// `None` for a reader of the primary itself.
+    async fn replica_lag_ms(&self) -> StoreResult<Option<i64>>;
     /// Every project with its run and trace counts, most recently updated first.
     async fn list_projects(&self) -> StoreResult<ProjectList>;
     /// What `policy` would remove from `project` at `now`, counted: closed traces
@@ -178,6 +181,8 @@ pub trait Reads: Send + Sync {
 /// [`Reads`] over a pool of either database.
 pub struct Reader<DB: Dialect> {
     pool: Pool<DB>,
+    /// Reads a replica, which may lag its primary.
+    replica: bool,
 }
 
 /// The order of a keyset page: its columns (a sort value, then ids that make each
@@ -194,7 +199,18 @@ pub(super) struct Keyset<'k> {
 
 impl<DB: Dialect> Reader<DB> {
     pub fn new(pool: Pool<DB>) -> Self {
-        Reader { pool }
+        Reader {
+            pool,
+            replica: false,
+        }
+    }
+
+    /// A reader of a streaming replica of the primary the writes go to.
+    pub fn replica(pool: Pool<DB>) -> Self {
+        Reader {
+            pool,
+            replica: true,
+        }
     }
 
     pub(super) async fn rows(&self, q: Sql<'_, DB>) -> StoreResult<Vec<DB::Row>> {
@@ -403,6 +419,15 @@ impl<DB: Dialect> Reader<DB> {
 
 #[async_trait]
 impl<DB: Dialect> Reads for Reader<DB> {
+    async fn replica_lag_ms(&self) -> StoreResult<Option<i64>> {
+        if !self.replica {
+            return Ok(None);
+        }
+        let row = self.row(Sql::new(DB::REPLICA_LAG_MS)).await?;
+        row.map(|r| r.req_int("lag_ms").map(|ms| ms.max(0)))
+            .transpose()
+    }
+
     async fn list_projects(&self) -> StoreResult<ProjectList> {
         // CAST: PostgreSQL's SUM of a bigint is a numeric.
         let rows = self

@@ -19,4 +19,8 @@ pub struct SessionInfo {
     /// of its annotations. `None` when auth is off.
     #[serde(default)]
     pub key_id: Option<String>,
+    /// How far behind its primary the replica that query routes read is, in
+    /// milliseconds; `None` when they read the primary.
+    #[serde(default)]
+    pub replica_lag_ms: Option<i64>,
 }

@@ -14,6 +14,8 @@ pub(crate) struct Fleet {
     dir: Option<tempfile::TempDir>,
     root: PathBuf,
     database_url: Option<String>,
+    /// A replica of `database_url` that the servers' query routes read.
+    read_url: Option<String>,
     servers: Vec<Server>,
 }
 
@@ -27,7 +29,11 @@ struct Server {
 impl Fleet {
     /// Starts `count` servers one after another (the first applies the migrations),
     /// on `database_url` or on SQLite in a temporary directory.
-    pub(crate) async fn start(count: usize, database_url: Option<String>) -> Outcome<Fleet> {
+    pub(crate) async fn start(
+        count: usize,
+        database_url: Option<String>,
+        read_url: Option<String>,
+    ) -> Outcome<Fleet> {
         let exe = std::env::current_exe().context("cannot find this program's path")?;
         let dir = tempfile::tempdir().context("cannot make a temporary directory")?;
         let mut fleet = Fleet {
@@ -35,6 +41,7 @@ impl Fleet {
             root: dir.path().to_path_buf(),
             dir: Some(dir),
             database_url,
+            read_url,
             servers: Vec::new(),
         };
         for _ in 0..count {
@@ -85,9 +92,10 @@ impl Fleet {
     pub(crate) async fn restart(&mut self, i: usize) -> Outcome {
         let log = self.log_path(i);
         let data = self.root.join("data");
-        let storage = match &self.database_url {
-            Some(url) => Storage::Database(url),
-            None => Storage::DataDir(&data),
+        let storage = match (&self.database_url, &self.read_url) {
+            (Some(primary), Some(replica)) => Storage::Replicated { primary, replica },
+            (Some(url), None) => Storage::Database(url),
+            (None, _) => Storage::DataDir(&data),
         };
         let Some(server) = self.servers.get_mut(i) else {
             return Err(Failure::msg(format!("there is no server {i}")));

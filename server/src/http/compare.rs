@@ -55,7 +55,7 @@ pub(super) async fn align_children(
         let (at, ids): (Vec<usize>, Vec<_>) = unsure.into_iter().unzip();
         let found = state
             .store
-            .reads()
+            .query_reads()
             .body_differences(&run_id, &a.0, &b.0, &ids)
             .await?;
         add_body_differences(&mut rows, &at, found);
@@ -91,7 +91,7 @@ async fn children(
     (trace_id, span_id): &(String, String),
 ) -> ApiResult<(Vec<ChildNode>, bool)> {
     find_trace(state, who, run_id, trace_id).await?;
-    let reads = state.store.reads();
+    let reads = state.store.query_reads();
     let mut children = reads
         .children_nodes(run_id, trace_id, span_id, ALIGN_MAX_CHILDREN + 1)
         .await?;
@@ -114,7 +114,7 @@ pub(super) async fn rollouts(
         Some(rollout_id) => {
             state
                 .store
-                .reads()
+                .query_reads()
                 .rollout_traces(&run_id, rollout_id, ROLLOUT_MATCHES_MAX)
                 .await?
         }
@@ -155,7 +155,7 @@ async fn span(
     find_trace(state, who, run_id, trace_id).await?;
     state
         .store
-        .reads()
+        .query_reads()
         .get_span(run_id, trace_id, span_id)
         .await?
         .ok_or_else(|| span_not_found(span_id, trace_id))

@@ -92,7 +92,7 @@ async fn write_lines(
         Traces::Matching(query) => *query,
     };
     loop {
-        let page = store.reads().list_traces(&query).await?;
+        let page = store.query_reads().list_traces(&query).await?;
         for trace in &page.traces {
             if !write_trace(store.as_ref(), run_id, project, &trace.trace_id, tx).await? {
                 return Ok(());
@@ -117,7 +117,7 @@ async fn write_trace(
     let mut cursor: Option<Cursor> = None;
     loop {
         let (spans, next) = store
-            .reads()
+            .query_reads()
             .export_spans(run_id, trace_id, SPAN_PAGE, cursor.as_ref())
             .await?;
         let mut chunk = Vec::with_capacity(spans.len() * 512);
@@ -130,7 +130,10 @@ async fn write_trace(
         }
         if next.is_none() {
             // After the spans, so an import writes each annotation after its target.
-            let notes = store.reads().annotations(run_id, trace_id, None).await?;
+            let notes = store
+                .query_reads()
+                .annotations(run_id, trace_id, None)
+                .await?;
             for a in notes.annotations {
                 let line = ExportedAnnotation::new(a, run_id, project);
                 if serde_json::to_writer(&mut chunk, &line).is_ok() {

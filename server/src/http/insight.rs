@@ -32,7 +32,9 @@ pub(super) async fn stats(
 ) -> ApiResult<Json<Stats>> {
     let query = StatsQuery::parse(raw.as_deref().unwrap_or_default())?;
     let traces = traces(&query.list, &run)?;
-    Ok(Json(state.store.reads().stats(&traces, &query).await?))
+    Ok(Json(
+        state.store.query_reads().stats(&traces, &query).await?,
+    ))
 }
 
 pub(super) async fn groups(
@@ -42,7 +44,9 @@ pub(super) async fn groups(
 ) -> ApiResult<Json<Groups>> {
     let query = GroupsQuery::parse(raw.as_deref().unwrap_or_default())?;
     let traces = traces(&query.list, &run)?;
-    Ok(Json(state.store.reads().groups(&traces, &query).await?))
+    Ok(Json(
+        state.store.query_reads().groups(&traces, &query).await?,
+    ))
 }
 
 pub(super) async fn changes(
@@ -52,5 +56,7 @@ pub(super) async fn changes(
 ) -> ApiResult<Json<Changes>> {
     let query = ChangesQuery::parse(raw.as_deref().unwrap_or_default())?;
     let traces = traces(&query.list, &run)?;
-    Ok(Json(state.store.reads().changes(&traces, &query).await?))
+    Ok(Json(
+        state.store.query_reads().changes(&traces, &query).await?,
+    ))
 }

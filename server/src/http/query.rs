@@ -39,20 +39,25 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Who the dashboard is signed in as, so it can offer to sign out.
-async fn session(Extension(who): Extension<Principal>) -> Json<SessionInfo> {
+/// Also how far the replica the dashboard reads lags, if it reads one.
+async fn session(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> ApiResult<Json<SessionInfo>> {
     let known = who.via != Via::Open;
-    Json(SessionInfo {
+    Ok(Json(SessionInfo {
         auth: known,
         signed_in: who.via == Via::Session,
         name: known.then(|| who.name.clone()),
         scope: known.then(|| who.scope.as_str().to_string()),
         project: who.project.clone(),
         key_id: known.then(|| who.key_id.clone()),
-    })
+        replica_lag_ms: state.store.query_reads().replica_lag_ms().await?,
+    }))
 }
 
 async fn projects(State(state): State<AppState>, who: Principal) -> ApiResult<Json<ProjectList>> {
-    let mut list = state.store.reads().list_projects().await?;
+    let mut list = state.store.query_reads().list_projects().await?;
     list.projects.retain(|p| who.sees(&p.name));
     Ok(Json(list))
 }
@@ -79,7 +84,7 @@ async fn runs(
     Ok(Json(
         state
             .store
-            .reads()
+            .query_reads()
             .list_runs(RunsAsked {
                 project,
                 search: asked.q.as_deref(),
@@ -102,7 +107,7 @@ async fn run_fields(
     let Ok(project) = list_project(p.text("project"), &who) else {
         return Ok(Json(RunFields::default()));
     };
-    Ok(Json(state.store.reads().run_fields(project).await?))
+    Ok(Json(state.store.query_reads().run_fields(project).await?))
 }
 
 async fn run(SeenRun(run): SeenRun) -> Json<RunDetail> {
@@ -133,7 +138,7 @@ async fn metrics(
     Ok(Json(
         state
             .store
-            .reads()
+            .query_reads()
             .metric_series(&run_id, &key, window)
             .await?,
     ))
@@ -185,7 +190,7 @@ async fn list_traces(
     } else {
         None
     };
-    let mut list = state.store.reads().list_traces(&query).await?;
+    let mut list = state.store.query_reads().list_traces(&query).await?;
     list.window = window;
     Ok(Json(list))
 }
@@ -194,7 +199,10 @@ async fn attributes(
     State(state): State<AppState>,
     SeenRun(run): SeenRun,
 ) -> ApiResult<Json<AttributeKeys>> {
-    let keys = state.store.reads().attribute_keys(&run.summary.run_id);
+    let keys = state
+        .store
+        .query_reads()
+        .attribute_keys(&run.summary.run_id);
     Ok(Json(keys.await?))
 }
 
@@ -207,7 +215,7 @@ async fn steps(
     Ok(Json(
         state
             .store
-            .reads()
+            .query_reads()
             .steps(
                 &run_id,
                 p.non_negative("min_step")?,
@@ -263,7 +271,7 @@ async fn spans(
         check_id(parent, "parent_span_id")?;
         if !state
             .store
-            .reads()
+            .query_reads()
             .span_exists(&run_id, &trace_id, parent)
             .await?
         {
@@ -273,7 +281,7 @@ async fn spans(
     Ok(Json(
         state
             .store
-            .reads()
+            .query_reads()
             .list_spans(
                 &run_id,
                 &trace_id,
@@ -297,7 +305,7 @@ async fn span(
     find_trace(&state, &who, &run_id, &trace_id).await?;
     state
         .store
-        .reads()
+        .query_reads()
         .get_span(&run_id, &trace_id, &span_id)
         .await?
         .map(Json)

@@ -57,7 +57,10 @@ pub(super) async fn compare_runs(
         .map(|(i, run_id, key)| {
             let store = state.store.clone();
             async move {
-                let series = store.reads().metric_series(&run_id, &key, window).await?;
+                let series = store
+                    .query_reads()
+                    .metric_series(&run_id, &key, window)
+                    .await?;
                 Ok::<_, crate::store::StoreError>((i, RunSeries { run_id, series }))
             }
         })

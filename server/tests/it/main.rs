@@ -14,6 +14,7 @@ mod guard;
 #[cfg(feature = "devtools")]
 mod load;
 mod otlp;
+mod replica;
 mod run_compare;
 mod schema;
 mod size;

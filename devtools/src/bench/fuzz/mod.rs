@@ -99,7 +99,7 @@ pub async fn fuzz(args: FuzzArgs) -> Outcome {
         "fuzz: {} requests, seed {}, {} at a time, against a treeline serve process on {database}",
         args.requests, args.seed, args.concurrency
     );
-    let mut fleet = Fleet::start(1, args.database_url.clone()).await?;
+    let mut fleet = Fleet::start(1, args.database_url.clone(), None).await?;
     let base = fleet.bases().into_iter().next().unwrap_or_default();
     let known = Arc::new(seed(&base).await?);
     let http = reqwest::Client::builder()

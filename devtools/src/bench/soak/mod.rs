@@ -50,6 +50,10 @@ pub struct SoakArgs {
     /// The database (default: SQLite in a temporary directory).
     #[arg(long)]
     pub database_url: Option<String>,
+    /// A streaming replica of that PostgreSQL database, which the servers' query
+    /// routes (and so the readers) read.
+    #[arg(long)]
+    pub read_database_url: Option<String>,
     /// Times to kill a server with SIGKILL during the soak, each started again at once.
     #[arg(long, default_value_t = 0)]
     pub kill: usize,
@@ -85,12 +89,19 @@ fn check_args(args: &SoakArgs) -> Outcome {
             "--servers above 1 needs --database-url postgres://…: SQLite has one writer process",
         ));
     }
+    if args.read_database_url.is_some() && !postgres {
+        return Err(Failure::msg(
+            "--read-database-url needs --database-url postgres://…: it names a replica of it",
+        ));
+    }
     Ok(())
 }
 
 pub async fn soak(args: SoakArgs) -> Outcome {
     check_args(&args)?;
-    let database = if args.database_url.is_some() {
+    let database = if args.read_database_url.is_some() {
+        "PostgreSQL, reads from its replica"
+    } else if args.database_url.is_some() {
         "PostgreSQL"
     } else {
         "SQLite"
@@ -107,7 +118,12 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         args.traces_in_flight,
         args.batch
     );
-    let mut fleet = Fleet::start(args.servers, args.database_url.clone()).await?;
+    let mut fleet = Fleet::start(
+        args.servers,
+        args.database_url.clone(),
+        args.read_database_url.clone(),
+    )
+    .await?;
     let bases = fleet.bases();
     let first = bases.first().cloned().unwrap_or_default();
     let stamp = &treeline_client::new_key()[..8];

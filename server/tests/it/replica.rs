@@ -1,0 +1,185 @@
+//! A server whose query routes read a streaming replica (`--read-database-url`), on
+//! the replica `scripts/with-postgres.sh` starts beside its cluster: lists follow
+//! the replica, writes never wait for it, and the dashboard says when it lags.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sqlx::Connection;
+use treeline_devtools::process::{self, Storage};
+
+use crate::common::{close, free_addr, open, postgres_url, wait_ready, ServerProcess};
+
+/// The replica's URL for the database `primary` names.
+fn replica_of(primary: &str) -> String {
+    let base = std::env::var("TREELINE_TEST_POSTGRES_REPLICA_URL").expect(
+        "TREELINE_TEST_POSTGRES_REPLICA_URL is not set: run `make test`, which starts \
+         PostgreSQL with a replica",
+    );
+    let name = primary.rsplit('/').next().unwrap_or_default();
+    let head = base
+        .rsplit_once('/')
+        .map_or(base.as_str(), |(head, _)| head);
+    format!("{head}/{name}")
+}
+
+/// Polls `check` every 100 ms for at most 20 s; whether it came true.
+async fn within_20s<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+async fn replay(replica_admin: &str, what: &str) {
+    let mut conn = sqlx::PgConnection::connect(replica_admin)
+        .await
+        .expect("connect to the replica");
+    sqlx::query(&format!("SELECT pg_wal_replay_{what}()"))
+        .execute(&mut conn)
+        .await
+        .expect("pause or resume replay");
+}
+
+#[tokio::test]
+async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
+    let primary = postgres_url().await;
+    let replica = replica_of(&primary);
+    // The new database reaches the replica by replication too.
+    let reachable = within_20s(|| async { sqlx::PgConnection::connect(&replica).await.is_ok() });
+    assert!(reachable.await, "the replica never had the new database");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let addr = free_addr();
+    let base = format!("http://{addr}");
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_treeline"));
+    let storage = Storage::Replicated {
+        primary: &primary,
+        replica: &replica,
+    };
+    let child = process::spawn_serve(exe, &addr, storage, &dir.path().join("server.log"))
+        .expect("treeline serve starts");
+    let _server = ServerProcess(child);
+    wait_ready(&base).await;
+
+    let http = reqwest::Client::new();
+    let send = |trace: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let events = json!({"events": [
+                open(trace, "root", None, "rollout", 10),
+                close(trace, "root", "ok", 20),
+            ]});
+            http.post(format!("{base}/api/runs/r1/traces/events"))
+                .json(&events)
+                .send()
+                .await
+                .expect("send events")
+                .status()
+        }
+    };
+    let traces = || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let page: Value = http
+                .get(format!("{base}/api/runs/r1/traces"))
+                .send()
+                .await
+                .expect("list")
+                .json()
+                .await
+                .expect("JSON");
+            page["traces"].as_array().map_or(0, Vec::len)
+        }
+    };
+    let lag = || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let session: Value = http
+                .get(format!("{base}/api/session"))
+                .send()
+                .await
+                .expect("session")
+                .json()
+                .await
+                .expect("JSON");
+            session["replica_lag_ms"].as_i64().expect("a replica's lag")
+        }
+    };
+    let page = || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let page = http.get(format!("{base}/")).send().await.expect("page");
+            page.text().await.expect("HTML")
+        }
+    };
+    let notice = "This dashboard reads a replica that is";
+
+    let run = http
+        .put(format!("{base}/api/runs/r1"))
+        .json(&json!({"project": "p"}))
+        .send()
+        .await
+        .expect("put run");
+    assert!(run.status().is_success(), "{}", run.status());
+    assert!(send("t1").await.is_success());
+    assert!(
+        within_20s(|| async { traces().await == 1 }).await,
+        "the first trace never reached the list"
+    );
+    assert!(lag().await < 1_000, "a caught-up replica lags");
+    assert!(!page().await.contains(notice), "a notice while caught up");
+
+    // The replica stops replaying: writes are still acknowledged at once, from the
+    // primary, and the lists show what the replica had.
+    let admin = replica_of("/postgres");
+    replay(&admin, "pause").await;
+    let started = Instant::now();
+    assert!(send("t2").await.is_success());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a write waited on the replica"
+    );
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    assert_eq!(
+        traces().await,
+        1,
+        "the list read the primary, not the replica"
+    );
+    let behind = lag().await;
+    assert!(
+        behind >= 1_000,
+        "the replica paused 1.5 s ago lags {behind} ms"
+    );
+    let html = page().await;
+    assert!(html.contains(notice), "no notice while the replica lags");
+
+    replay(&admin, "resume").await;
+    assert!(
+        within_20s(|| async { traces().await == 2 }).await,
+        "the second trace never reached the list after replay resumed"
+    );
+    assert!(lag().await < 1_000, "still lagging after catching up");
+}
+
+#[tokio::test]
+async fn a_replica_for_sqlite_is_refused_with_the_flag_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
+        .args(["serve", "--addr", &free_addr(), "--read-database-url"])
+        .arg(replica_of("/postgres"))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .output()
+        .expect("run treeline");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--read-database-url needs a PostgreSQL --database-url"),
+        "{err}"
+    );
+}
