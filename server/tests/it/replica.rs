@@ -131,8 +131,10 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
         within_20s(|| async { traces().await == 1 }).await,
         "the first trace never reached the list"
     );
-    assert!(lag().await < 1_000, "a caught-up replica lags");
-    assert!(!page().await.contains(notice), "a notice while caught up");
+    // Other tests write to the same cluster, so a replica busy replaying may trail
+    // by a moment: caught up is asked for within a while, not at once.
+    let caught_up = || async { lag().await < 1_000 && !page().await.contains(notice) };
+    assert!(within_20s(caught_up).await, "a notice while caught up");
 
     // The replica stops replaying: writes are still acknowledged at once, from the
     // primary, and the lists show what the replica had.
@@ -163,7 +165,7 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
         within_20s(|| async { traces().await == 2 }).await,
         "the second trace never reached the list after replay resumed"
     );
-    assert!(lag().await < 1_000, "still lagging after catching up");
+    assert!(within_20s(caught_up).await, "still lagging after catching up");
 }
 
 #[tokio::test]
