@@ -119,6 +119,11 @@ const SQLITE: Embedded = Embedded(&[
         "packed bodies",
         include_str!("../migrations/sqlite/0021_packed_bodies.sql"),
     ),
+    (
+        22,
+        "CJK words",
+        include_str!("../migrations/sqlite/0022_cjk_words.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -231,6 +236,11 @@ const POSTGRES: Embedded = Embedded(&[
         22,
         "deleted runs statistics",
         include_str!("../migrations/postgres/0022_deleted_runs_statistics.sql"),
+    ),
+    (
+        23,
+        "CJK words",
+        include_str!("../migrations/postgres/0023_cjk_words.sql"),
     ),
 ]);
 

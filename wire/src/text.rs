@@ -3,8 +3,11 @@
 //! exactly the words [`words`] yields and the dashboard marks them by the same rule,
 //! so a highlight is where the database matched.
 //!
-//! A word is a run of letters and digits (any script), folded to lower case. Only
-//! the string values of a body are read, not its keys, numbers or punctuation.
+//! A word is a run of letters and digits (any script), folded to lower case, except
+//! in the scripts written without spaces between words (Chinese, Japanese, Korean):
+//! there each character is a word of its own, and a search for several in a row is
+//! a phrase, so any part of a run is found. Only the string values of a body are
+//! read, not its keys, numbers or punctuation.
 
 use std::ops::Range;
 
@@ -28,11 +31,16 @@ pub const MAX_TEXT_WORDS: usize = 16;
 pub fn words(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
     let mut rest = text.char_indices().peekable();
     std::iter::from_fn(move || loop {
-        let (start, _) = *rest.peek()?;
+        let (start, first) = *rest.peek()?;
+        if is_cjk(first) {
+            rest.next();
+            let end = start + first.len_utf8();
+            return Some((start..end, fold(&text[start..end])));
+        }
         let mut end = start;
         let mut chars = 0;
         while let Some(&(i, c)) = rest.peek() {
-            if !c.is_alphanumeric() {
+            if !c.is_alphanumeric() || is_cjk(c) {
                 break;
             }
             end = i + c.len_utf8();
@@ -47,6 +55,21 @@ pub fn words(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
             return Some((start..end, fold(&text[start..end])));
         }
     })
+}
+
+/// A character of a script written without spaces between words: Han ideographs,
+/// kana and Hangul syllables. Each is a word of its own.
+fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'     // hiragana, katakana
+        | '\u{31F0}'..='\u{31FF}'   // katakana phonetic extensions
+        | '\u{3400}'..='\u{4DBF}'   // Han, extension A
+        | '\u{4E00}'..='\u{9FFF}'   // Han, unified
+        | '\u{AC00}'..='\u{D7AF}'   // Hangul syllables
+        | '\u{F900}'..='\u{FAFF}'   // Han, compatibility
+        | '\u{FF66}'..='\u{FF9F}'   // half-width katakana
+        | '\u{20000}'..='\u{3134F}' // Han, extensions B to G
+    )
 }
 
 fn fold(word: &str) -> String {
@@ -109,16 +132,25 @@ impl TextQuery {
                 "text is longer than {MAX_TEXT_CHARS} characters"
             )));
         }
-        let mut parts = Vec::new();
-        // Between quotes (odd pieces) a phrase; outside them, single words.
+        let mut parts: Vec<Vec<String>> = Vec::new();
+        // Between quotes (odd pieces) a phrase; outside them, single words, but
+        // words written with nothing between them (a run of Chinese, say) are one
+        // phrase.
         for (i, piece) in raw.split('"').enumerate() {
-            let found: Vec<String> = words(piece).map(|(_, w)| w).collect();
+            let found: Vec<(Range<usize>, String)> = words(piece).collect();
             if i % 2 == 1 {
                 if !found.is_empty() {
-                    parts.push(found);
+                    parts.push(found.into_iter().map(|(_, w)| w).collect());
                 }
-            } else {
-                parts.extend(found.into_iter().map(|w| vec![w]));
+                continue;
+            }
+            let mut end = None;
+            for (range, word) in found {
+                match parts.last_mut() {
+                    Some(part) if end == Some(range.start) => part.push(word),
+                    _ => parts.push(vec![word]),
+                }
+                end = Some(range.end);
             }
         }
         if parts.is_empty() {
@@ -370,6 +402,43 @@ mod tests {
         let blob = "a".repeat(MAX_WORD_CHARS + 1);
         let found: Vec<String> = words(&format!("x {blob} y")).map(|(_, w)| w).collect();
         assert_eq!(found, ["x", "y"]);
+    }
+
+    #[test]
+    fn chinese_japanese_and_korean_characters_are_words_of_their_own() {
+        let found: Vec<String> = words("今天讨论GPT4模型, 東京タワー 서울에서")
+            .map(|(_, w)| w)
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "今", "天", "讨", "论", "gpt4", "模", "型", "東", "京", "タ", "ワ", "ー", "서",
+                "울", "에", "서"
+            ]
+        );
+        // Written together, they are a phrase; apart, each is a part of its own.
+        assert_eq!(
+            q("讨论 模型").parts,
+            vec![
+                vec!["讨".to_string(), "论".into()],
+                vec!["模".into(), "型".into()]
+            ]
+        );
+        assert_eq!(
+            q("gpt4模型").parts,
+            vec![vec!["gpt4".to_string(), "模".into(), "型".into()]]
+        );
+        let body = indexed_words(r#"{"content":"今天讨论GPT4模型, 東京タワー 서울에서"}"#);
+        for hit in ["讨论", "GPT4模型", "タワー", "서울", "\"天讨\""] {
+            assert!(q(hit).matches(&body), "{hit}");
+        }
+        for miss in ["论讨", "京東", "울서"] {
+            assert!(!q(miss).matches(&body), "{miss}");
+        }
+        let text = "今天讨论GPT4模型";
+        let marks = q("讨论").marks(text);
+        let marked: Vec<&str> = marks.iter().map(|r| &text[r.clone()]).collect();
+        assert_eq!(marked, ["讨论"]);
     }
 
     #[test]

@@ -165,7 +165,10 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
         within_20s(|| async { traces().await == 2 }).await,
         "the second trace never reached the list after replay resumed"
     );
-    assert!(within_20s(caught_up).await, "still lagging after catching up");
+    assert!(
+        within_20s(caught_up).await,
+        "still lagging after catching up"
+    );
 }
 
 #[tokio::test]

@@ -153,6 +153,30 @@ async fn words_phrases_case_and_scripts_match_inside_bodies(s: S) {
     );
 }
 
+/// Scripts written without spaces: any part of a run is found, in its order only.
+async fn chinese_japanese_and_korean_words_are_found_inside_a_run(s: S) {
+    s.upsert_run("cjk", &in_project("alpha"), 1).await.unwrap();
+    let mut events = trace("c1", json!("今天我们讨论东京タワー"), Value::Null, "ok");
+    events.extend(trace(
+        "c2",
+        json!("东京很大"),
+        json!("서울에서 만나요"),
+        "ok",
+    ));
+    write(&s, "cjk", &events).await;
+    let cjk = |text: &str| query(Some("cjk"), None, text);
+    assert_eq!(found(&s, cjk("讨论")).await, ["c1"]);
+    assert_eq!(found(&s, cjk("东京")).await, ["c1", "c2"]);
+    assert_eq!(found(&s, cjk("京东")).await, Vec::<String>::new(), "order");
+    assert_eq!(found(&s, cjk("タワー")).await, ["c1"], "katakana");
+    assert_eq!(found(&s, cjk("东京 很大")).await, ["c2"], "two parts");
+    assert_eq!(found(&s, cjk("서울")).await, ["c2"], "hangul");
+    assert_eq!(
+        found(&s, query(None, Some("alpha"), "讨论东京")).await,
+        ["c1"]
+    );
+}
+
 async fn a_search_combines_with_filters_and_pages_and_says_where_it_matched(s: S) {
     fill(&s).await;
     let errors = TraceQuery {
@@ -389,6 +413,7 @@ async fn bodies_stored_before_the_index_are_indexed_in_steps(t: TestStore) {
 
 on_both!(tokio::test, |t| t.store.clone();
     words_phrases_case_and_scripts_match_inside_bodies,
+    chinese_japanese_and_korean_words_are_found_inside_a_run,
     a_search_combines_with_filters_and_pages_and_says_where_it_matched,
     a_search_past_the_listed_traces_gathers_them,
 );
