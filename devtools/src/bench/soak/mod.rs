@@ -289,6 +289,13 @@ pub async fn soak(args: SoakArgs) -> Outcome {
             .join(" MiB, ")
     );
 
+    if args.read_database_url.is_some() {
+        let (took, lag) = verify::replica_caught_up(&http, &first).await?;
+        println!(
+            "replica: {lag} ms behind when the writes stopped, caught up {:.1} s later",
+            took.as_secs_f64()
+        );
+    }
     eprintln!("reading every acknowledged trace back…");
     let expected = done.lock().map(|d| d.clone()).unwrap_or_default();
     let verdict = verify::verify(&http, &first, &runs, &expected, &metrics).await?;

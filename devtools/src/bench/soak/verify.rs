@@ -5,11 +5,41 @@
 use std::collections::{BTreeMap, HashMap};
 
 use treeline_wire::routes::{self, path};
-use treeline_wire::{MetricSeries, TraceList, TraceSummary};
+use treeline_wire::{MetricSeries, SessionInfo, TraceList, TraceSummary};
 
 use super::deliver::Tally;
 use super::writer::Expected;
-use crate::failure::{Context, Outcome};
+use crate::failure::{Context, Failure, Outcome};
+
+/// Waits, at most a minute, until the replica that the server at `base` reads has
+/// replayed everything it received, so the traces read back are those acknowledged
+/// by the primary. Answers how long that took and the lag first seen (ms).
+pub(crate) async fn replica_caught_up(
+    http: &reqwest::Client,
+    base: &str,
+) -> Outcome<(std::time::Duration, i64)> {
+    use std::time::{Duration, Instant};
+    let url = format!("{base}{}", path(routes::SESSION, &[]));
+    let started = Instant::now();
+    // Time for the last commits to reach the replica's receiver, which the lag
+    // (replay against what was received) does not see.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut first = None;
+    loop {
+        let session: SessionInfo = get(http, &url).await?;
+        let lag = session.replica_lag_ms.unwrap_or(0);
+        let first = *first.get_or_insert(lag);
+        if lag == 0 {
+            return Ok((started.elapsed(), first));
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            return Err(Failure::msg(format!(
+                "the replica was still {lag} ms behind a minute after the writes stopped"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 #[derive(Default)]
 pub(crate) struct Verdict {
