@@ -82,33 +82,21 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
                 .status()
         }
     };
-    let traces = || {
+    let get = |path: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
-            let page: Value = http
-                .get(format!("{base}/api/runs/r1/traces"))
-                .send()
-                .await
-                .expect("list")
-                .json()
-                .await
-                .expect("JSON");
-            page["traces"].as_array().map_or(0, Vec::len)
+            let answer = http.get(format!("{base}{path}")).send().await;
+            let json = answer.expect(path).json::<Value>().await;
+            json.expect("JSON")
         }
     };
-    let lag = || {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            let session: Value = http
-                .get(format!("{base}/api/session"))
-                .send()
-                .await
-                .expect("session")
-                .json()
-                .await
-                .expect("JSON");
-            session["replica_lag_ms"].as_i64().expect("a replica's lag")
-        }
+    let traces = || async {
+        let page = get("/api/runs/r1/traces").await;
+        page["traces"].as_array().map_or(0, Vec::len)
+    };
+    let lag = || async {
+        let session = get("/api/session").await;
+        session["replica_lag_ms"].as_i64().expect("a replica's lag")
     };
     let page = || {
         let (http, base) = (http.clone(), base.clone());
