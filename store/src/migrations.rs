@@ -121,7 +121,7 @@ const SQLITE: Embedded = Embedded(&[
     ),
     (
         22,
-        "CJK words",
+        "cjk words",
         include_str!("../migrations/sqlite/0022_cjk_words.sql"),
     ),
 ]);
@@ -239,7 +239,7 @@ const POSTGRES: Embedded = Embedded(&[
     ),
     (
         23,
-        "CJK words",
+        "cjk words",
         include_str!("../migrations/postgres/0023_cjk_words.sql"),
     ),
 ]);
