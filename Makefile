@@ -88,13 +88,15 @@ test: bootstrap py-venv lint-quick rust-and-bundle py-test otlp-test browser-tes
 # builds beside the Rust tests: those leave a core idle while they run and link, and
 # the bundle fills it. The debug server's own step waits for cargo's lock on target/.
 # Either failing fails this; a failed Rust side stops the bundle's whole process
-# group (its own, through setsid), as does ctrl-c.
+# group (its own, through setsid), as does ctrl-c. Sealed again at the end: when the
+# bundle is ready early (unchanged), the tests' own build may link the debug server
+# after the bundle's step sealed it, leaving a binary without its site.
 rust-and-bundle:
 	@setsid $(MAKE) --no-print-directory test-build & bundle=$$!; \
 	trap 'kill -- -$$bundle 2>/dev/null' INT TERM; \
 	if ! $(MAKE) --no-print-directory rust-test lint-variant; then \
 	  kill -- -$$bundle 2>/dev/null; wait $$bundle; exit 1; fi; \
-	wait $$bundle
+	wait $$bundle && target/debug/treeline seal --site-dir target/site --out target/debug/treeline >/dev/null
 
 # treeline-app is only ever built with `ssr` (the server) or `hydrate` (the browser),
 # so those are its feature sets; the server also without its default `devtools`.
