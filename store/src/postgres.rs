@@ -81,6 +81,12 @@ impl PostgresStore {
             .execute(&mut conn)
             .await?;
         conn.close().await?;
+        Ok(Self::database_url(url, name))
+    }
+
+    /// `url` with its database replaced by `name`, its options kept: the same
+    /// database on another server of `url` (a replica's URL, say).
+    pub fn database_url(url: &str, name: &str) -> String {
         let (head, query) = match url.split_once('?') {
             Some((h, q)) => (h, format!("?{q}")),
             None => (url, String::new()),
@@ -90,7 +96,7 @@ impl PostgresStore {
             Some(i) => &head[..scheme_end + i],
             None => head,
         };
-        Ok(format!("{base}/{name}{query}"))
+        format!("{base}/{name}{query}")
     }
 }
 

@@ -7,7 +7,7 @@
 use serde_json::{Map, Value};
 
 use crate::events::{check_close_status, check_name, check_parent, keep_attributes, non_negative};
-use crate::limits::{check_no_nul, check_text_no_nul, check_timestamp, has_nul};
+use crate::limits::{check_map_no_nul, check_no_nul, check_text_no_nul, check_timestamp};
 use crate::{
     check_id, check_trace_id, Body, CloseEvent, Invalid, OpenEvent, SpanKind, SpanLink, SpanStatus,
 };
@@ -114,16 +114,5 @@ fn check_span(trace_id: &str, span_id: &str, ts: i64) -> Result<(), Invalid> {
 }
 
 fn check_value_no_nul(value: Option<&Value>, field: &str) -> Result<(), Invalid> {
-    match value {
-        Some(v) if has_nul(v) => check_no_nul(v, field),
-        _ => Ok(()),
-    }
-}
-
-fn check_map_no_nul(map: &Map<String, Value>, field: &str) -> Result<(), Invalid> {
-    if map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)) {
-        // Rare: the error names the path as the JSON path's does.
-        return check_no_nul(&Value::Object(map.clone()), field);
-    }
-    Ok(())
+    value.map_or(Ok(()), |v| check_no_nul(v, field))
 }

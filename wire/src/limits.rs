@@ -46,14 +46,18 @@ pub fn check_timestamp(ts: i64, field: &str) -> Result<(), crate::Invalid> {
 
 /// Whether `value` holds a NUL character in a string or a key; allocates nothing,
 /// as every event and metric point on the ingest path is asked.
-pub(crate) fn has_nul(value: &serde_json::Value) -> bool {
+fn has_nul(value: &serde_json::Value) -> bool {
     use serde_json::Value;
     match value {
         Value::String(s) => s.contains('\0'),
         Value::Array(items) => items.iter().any(has_nul),
-        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        Value::Object(map) => map_has_nul(map),
         _ => false,
     }
+}
+
+fn map_has_nul(map: &serde_json::Map<String, serde_json::Value>) -> bool {
+    map.iter().any(|(k, v)| k.contains('\0') || has_nul(v))
 }
 
 /// Where `value` holds a NUL character (`\u0000`), in a string or a key: its path
@@ -70,24 +74,41 @@ pub fn nul_path(value: &serde_json::Value, field: &str) -> Option<String> {
             .iter()
             .enumerate()
             .find_map(|(i, item)| nul_path(item, &format!("{field}[{i}]"))),
-        Value::Object(map) => map.iter().find_map(|(key, item)| {
-            if key.contains('\0') {
-                return Some(format!("{field} (a key)"));
-            }
-            let path = if field.is_empty() {
-                key.clone()
-            } else {
-                format!("{field}.{key}")
-            };
-            nul_path(item, &path)
-        }),
+        Value::Object(map) => map_nul_path(map, field),
         _ => None,
     }
+}
+
+/// [`nul_path`] of an object's keys and values.
+fn map_nul_path(map: &serde_json::Map<String, serde_json::Value>, field: &str) -> Option<String> {
+    if !map_has_nul(map) {
+        return None;
+    }
+    map.iter().find_map(|(key, item)| {
+        if key.contains('\0') {
+            return Some(format!("{field} (a key)"));
+        }
+        let path = if field.is_empty() {
+            key.clone()
+        } else {
+            format!("{field}.{key}")
+        };
+        nul_path(item, &path)
+    })
 }
 
 /// [`nul_path`] as the error that names the field.
 pub fn check_no_nul(value: &serde_json::Value, field: &str) -> Result<(), crate::Invalid> {
     nul_path(value, field).map_or(Ok(()), |path| Err(nul_error(&path)))
+}
+
+/// [`check_no_nul`] for a field that is an object held as a map (an event's
+/// attributes before they are checked).
+pub(crate) fn check_map_no_nul(
+    map: &serde_json::Map<String, serde_json::Value>,
+    field: &str,
+) -> Result<(), crate::Invalid> {
+    map_nul_path(map, field).map_or(Ok(()), |path| Err(nul_error(&path)))
 }
 
 /// [`check_no_nul`] for a field that is text.

@@ -7,7 +7,8 @@
 use opentelemetry_proto::tonic::trace::v1::{status::StatusCode, Span};
 use serde_json::{json, Map, Value};
 use treeline_wire::{
-    CloseDraft, Invalid, OpenDraft, SpanEvent, SpanKind, SpanLink, SpanStatus, MAX_NAME_CHARS,
+    CloseDraft, CloseEvent, Invalid, OpenDraft, OpenEvent, SpanKind, SpanLink, SpanStatus,
+    MAX_NAME_CHARS,
 };
 
 use super::attributes::{as_i64, fit, flatten, hex};
@@ -16,8 +17,8 @@ use super::messages;
 /// The two checked events of one span, and notes on what had to be changed to fit.
 #[derive(Debug)]
 pub struct SpanEvents {
-    pub open: SpanEvent,
-    pub close: SpanEvent,
+    pub open: OpenEvent,
+    pub close: CloseEvent,
     pub notes: Vec<String>,
 }
 
@@ -33,8 +34,8 @@ pub fn span_events(span: &Span, now_us: i64) -> Result<SpanEvents, Invalid> {
     let (open, warnings) = open.check()?;
     notes.extend(warnings);
     Ok(SpanEvents {
-        open: SpanEvent::Open(open),
-        close: SpanEvent::Close(close.check()?),
+        open,
+        close: close.check()?,
         notes,
     })
 }
@@ -299,7 +300,7 @@ mod tests {
     use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
     use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
     use opentelemetry_proto::tonic::trace::v1::{span::Event, span::Link, Status};
-    use treeline_wire::{parse_event, CloseEvent, OpenEvent};
+    use treeline_wire::{parse_event, SpanEvent};
 
     fn attrs(pairs: &[(&str, Value)]) -> Map<String, Value> {
         pairs
@@ -451,10 +452,7 @@ mod tests {
 
     fn checked(span: &Span, now: i64) -> (OpenEvent, CloseEvent, Vec<String>) {
         let events = span_events(span, now).expect("a valid span");
-        let (SpanEvent::Open(open), SpanEvent::Close(close)) = (events.open, events.close) else {
-            panic!("expected an open and a close")
-        };
-        (open, close, events.notes)
+        (events.open, events.close, events.notes)
     }
 
     #[test]
@@ -588,7 +586,8 @@ mod tests {
             ("NUL in the error", failed),
         ];
         for (what, span) in cases {
-            let direct = span_events(&span, 5).map(|e| (e.open, e.close, e.notes));
+            let direct = span_events(&span, 5)
+                .map(|e| (SpanEvent::Open(e.open), SpanEvent::Close(e.close), e.notes));
             let (open, close, notes) = drafts(&span, 5);
             let (open, close) = as_json(&open, &close);
             let native = parse_event(&open).and_then(|(open, mut warnings)| {

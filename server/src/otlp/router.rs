@@ -367,9 +367,9 @@ fn plan(
                 name,
                 spans: Vec::new(),
             });
-            batch
-                .spans
-                .push([(2 * seq, mapped.open), (2 * seq + 1, mapped.close)]);
+            let open = SpanEvent::Open(mapped.open);
+            let close = SpanEvent::Close(mapped.close);
+            batch.spans.push([(2 * seq, open), (2 * seq + 1, close)]);
         }
     }
     (batches, report)

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use sqlx::Connection;
 use treeline_devtools::process::{self, Storage};
 
-use crate::common::{close, free_addr, open, postgres_url, wait_ready, ServerProcess};
+use crate::common::{close, free_addr, open, postgres_url, treeline_in, wait_ready, ServerProcess};
+use treeline_server::store;
 
 /// The replica's URL for the database `primary` names.
 fn replica_of(primary: &str) -> String {
@@ -17,10 +18,7 @@ fn replica_of(primary: &str) -> String {
          PostgreSQL with a replica",
     );
     let name = primary.rsplit('/').next().unwrap_or_default();
-    let head = base
-        .rsplit_once('/')
-        .map_or(base.as_str(), |(head, _)| head);
-    format!("{head}/{name}")
+    store::PostgresStore::database_url(&base, name)
 }
 
 /// Polls `check` every 100 ms for at most 20 s; whether it came true.
@@ -66,7 +64,12 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
     let _server = ServerProcess(child);
     wait_ready(&base).await;
 
-    let http = reqwest::Client::new();
+    // A write that waited for the replica would wait until replay resumes: the
+    // timeout makes that a failure, not a hang.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client");
     let send = |trace: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
@@ -82,13 +85,16 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
                 .status()
         }
     };
-    let get = |path: &'static str| {
+    let fetch = |path: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
             let answer = http.get(format!("{base}{path}")).send().await;
-            let json = answer.expect(path).json::<Value>().await;
-            json.expect("JSON")
+            answer.expect(path)
         }
+    };
+    let get = |path: &'static str| async move {
+        let json = fetch(path).await.json::<Value>().await;
+        json.expect("JSON")
     };
     let traces = || async {
         let page = get("/api/runs/r1/traces").await;
@@ -98,13 +104,7 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
         let session = get("/api/session").await;
         session["replica_lag_ms"].as_i64().expect("a replica's lag")
     };
-    let page = || {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            let page = http.get(format!("{base}/")).send().await.expect("page");
-            page.text().await.expect("HTML")
-        }
-    };
+    let page = || async { fetch("/").await.text().await.expect("HTML") };
     let notice = "This dashboard reads a replica that is";
 
     let run = http
@@ -159,18 +159,20 @@ async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
     );
 }
 
-#[tokio::test]
-async fn a_replica_for_sqlite_is_refused_with_the_flag_named() {
+#[test]
+fn a_replica_for_sqlite_is_refused_with_the_flag_named() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_treeline"))
-        .args(["serve", "--addr", &free_addr(), "--read-database-url"])
-        .arg(replica_of("/postgres"))
-        .arg("--data-dir")
-        .arg(dir.path())
-        .output()
-        .expect("run treeline");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let data = dir.path().to_string_lossy();
+    let replica = "postgres://postgres@127.0.0.1:1/replica";
+    let args = [
+        "serve",
+        "--addr",
+        &free_addr(),
+        "--read-database-url",
+        replica,
+    ];
+    let (ok, _, err) = treeline_in(&data, &args);
+    assert!(!ok);
     assert!(
         err.contains("--read-database-url needs a PostgreSQL --database-url"),
         "{err}"
