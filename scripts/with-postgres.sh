@@ -5,6 +5,8 @@
 # TREELINE_TEST_POSTGRES_REPLICA_URL, for the read-replica tests.
 #   scripts/with-postgres.sh cargo test ...
 # PG_OPTS adds server settings (for benchmarks: PG_OPTS="-c shared_buffers=2GB").
+# PG_REPLICA=no starts the primary alone (benchmarks of one server, whose two cores
+# the replica's replay would share).
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: scripts/with-postgres.sh COMMAND [ARGS...]" >&2; exit 2; }
 
@@ -50,13 +52,17 @@ say "starting a throwaway cluster on 127.0.0.1:$PORT (server binaries in $PG_BIN
 # The replica: a base backup of the primary that keeps streaming from it (-R
 # writes the standby's settings). A hot standby needs max_connections at least
 # the primary's.
-say "starting its streaming replica on 127.0.0.1:$REPLICA_PORT"
-# (The primary's socket lives in its data directory, which the backup skips.)
-"${as_pg[@]}" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PORT" -U postgres -D "$REPLICA" -R -X stream \
-  2> >(grep -v 'skipping special file' >&2) >/dev/null
-"${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$REPLICA" -l "$REPLICA/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -p $REPLICA_PORT -k $REPLICA -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
-say "cluster up; running $1 with TREELINE_TEST_POSTGRES_URL and TREELINE_TEST_POSTGRES_REPLICA_URL set (both go when it ends)"
 export TREELINE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
-export TREELINE_TEST_POSTGRES_REPLICA_URL="postgres://postgres@127.0.0.1:$REPLICA_PORT/postgres"
+if [ "${PG_REPLICA:-yes}" = no ]; then
+  say "cluster up, no replica; running $1 with TREELINE_TEST_POSTGRES_URL set (it goes when it ends)"
+else
+  say "starting its streaming replica on 127.0.0.1:$REPLICA_PORT"
+  # (The primary's socket lives in its data directory, which the backup skips.)
+  "${as_pg[@]}" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PORT" -U postgres -D "$REPLICA" -R -X stream \
+    2> >(grep -v 'skipping special file' >&2) >/dev/null
+  "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$REPLICA" -l "$REPLICA/server.log" -w \
+    -o "-c listen_addresses=127.0.0.1 -p $REPLICA_PORT -k $REPLICA -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
+  say "cluster up; running $1 with TREELINE_TEST_POSTGRES_URL and TREELINE_TEST_POSTGRES_REPLICA_URL set (both go when it ends)"
+  export TREELINE_TEST_POSTGRES_REPLICA_URL="postgres://postgres@127.0.0.1:$REPLICA_PORT/postgres"
+fi
 "$@"

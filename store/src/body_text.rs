@@ -14,7 +14,7 @@ use super::packed;
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::search::distinct_traces;
-use super::statements::push_values;
+use super::statements::{push_rows, push_values};
 use super::{StoreResult, TraceQuery};
 use crate::ingest::SpanWrite;
 
@@ -125,7 +125,7 @@ pub(super) fn postgres_upsert<'a>(
         scope_token('r', run_id),
         scope_token('p', project)
     );
-    push_values(q, docs, |d| {
+    push_rows(q, docs, |d| {
         let mut vector = String::with_capacity(d.words.iter().map(|w| w.len() + 10).sum());
         for (i, word) in d.words.iter().enumerate() {
             vector.push_str(&format!("'{word}':{} ", i + 1));

@@ -11,6 +11,7 @@ use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Pool, Postgres, Sqlite};
 
 use super::body_text::{BodySearch, Doc, TraceKey};
+use super::columns::{BindColumn as _, Column};
 use super::rows::DbRow;
 
 /// One bound value. Values are bound where the database is a concrete type, so
@@ -26,6 +27,8 @@ pub enum Arg<'a> {
     Text(&'a str),
     OptText(Option<&'a str>),
     OptBytes(Option<&'a [u8]>),
+    /// A whole column of rows, as one array ([`Dialect::ROWS_AS_ARRAYS`]).
+    Column(Column<'a>),
 }
 
 /// `From` each owned value kind into its [`Arg`].
@@ -93,6 +96,7 @@ macro_rules! bound_query {
                 Arg::Text(v) => sqlx::Arguments::add(&mut args, *v),
                 Arg::OptText(v) => sqlx::Arguments::add(&mut args, *v),
                 Arg::OptBytes(v) => sqlx::Arguments::add(&mut args, *v),
+                Arg::Column(c) => args.add_column(c),
             }
             .map_err(sqlx::Error::Encode)?;
         }
@@ -200,6 +204,10 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// SQLite reads a query on one core; PostgreSQL's own parallel plans would build
     /// their hash tables once a half.
     const SCAN_IN_HALVES: bool;
+    /// Whether a write binds its rows as one array a column (`UNNEST`) rather than a
+    /// placeholder a value (`VALUES`): PostgreSQL then plans a batch's statement
+    /// once, where thousands of placeholders cost a parse and a plan every time.
+    const ROWS_AS_ARRAYS: bool;
     /// Whether a subquery in FROM may read the tables before it (`CROSS JOIN
     /// LATERAL`): then a per-trace aggregate can be asked for a trace at a time.
     const LATERAL: bool;
@@ -369,6 +377,7 @@ impl Dialect for Sqlite {
     const GREATEST: &'static str = "MAX";
     const LEAST: &'static str = "MIN";
     const SCAN_IN_HALVES: bool = true;
+    const ROWS_AS_ARRAYS: bool = false;
     const LATERAL: bool = false;
     const FOR_UPDATE: &'static str = "";
     const BYTE_ORDER: &'static str = "";
@@ -600,6 +609,7 @@ impl Dialect for Postgres {
     const GREATEST: &'static str = "GREATEST";
     const LEAST: &'static str = "LEAST";
     const SCAN_IN_HALVES: bool = false;
+    const ROWS_AS_ARRAYS: bool = true;
     const LATERAL: bool = true;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";

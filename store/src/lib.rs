@@ -16,6 +16,7 @@ mod body_text;
 mod changes;
 mod checkpoint;
 mod children;
+mod columns;
 mod cursor;
 mod dialect;
 mod distribution;

@@ -14,7 +14,7 @@ use treeline_wire::MetricPoint;
 
 use super::dialect::{Dialect, Sql};
 use super::rows::DbRow;
-use super::statements::push_values;
+use super::statements::push_rows;
 use super::StoreResult;
 
 /// Steps per block, narrowest first: each series is kept at both widths.
@@ -110,7 +110,7 @@ async fn keep_width<DB: Dialect>(
             "INSERT INTO metric_blocks (run_id, key, width, block, points, first_step, \
              last_step, min_value, max_value, first_ts, last_ts) ",
         );
-        push_values(&mut q, chunk, |((key, block), b)| {
+        push_rows(&mut q, chunk, |((key, block), b)| {
             [
                 run_id.into(),
                 (*key).into(),

@@ -14,7 +14,7 @@ use treeline_wire::MetricPoint;
 use super::dialect::{Dialect, Sql};
 use super::metric_blocks;
 use super::rows::DbRow;
-use super::statements::push_values;
+use super::statements::push_rows;
 use super::StoreResult;
 
 /// Keys per statement, under both databases' bound-parameter limits.
@@ -80,7 +80,7 @@ pub(super) async fn merge<DB: Dialect>(
         let mut q = Sql::<DB>::new(
             "INSERT INTO metric_summaries (run_id, key, last_step, last_value, min_value, max_value) ",
         );
-        push_values(&mut q, chunk, |s| {
+        push_rows(&mut q, chunk, |s| {
             [
                 run_id.into(),
                 s.key.into(),

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use treeline_wire::{Body, MetricPoint, SpanKind};
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::columns;
 use super::dialect::{Arg, Dialect, Sql};
 use super::rows;
 use super::IdempotencyRecord;
@@ -38,6 +39,35 @@ pub(super) fn push_values<'a, DB: Dialect, I: IntoIterator, const N: usize>(
     }
 }
 
+/// The rows of a write, as a query's rows: `VALUES (…), (…)` on SQLite, and on
+/// PostgreSQL `SELECT * FROM UNNEST($1, …) AS v(column1, …)`, one array a column,
+/// whose columns are named as `VALUES` names them.
+pub(super) fn push_rows<'a, DB: Dialect, I: IntoIterator, const N: usize>(
+    q: &mut Sql<'a, DB>,
+    items: I,
+    row: impl Fn(I::Item) -> [Arg<'a>; N],
+) {
+    if !DB::ROWS_AS_ARRAYS {
+        return push_values(q, items, row);
+    }
+    let rows: Vec<[Arg<'a>; N]> = items.into_iter().map(row).collect();
+    match columns::transpose(rows) {
+        Ok(columns) => {
+            q.push("SELECT * FROM UNNEST(");
+            for (j, column) in columns.into_iter().enumerate() {
+                if j > 0 {
+                    q.push(", ");
+                }
+                q.bind(Arg::Column(column));
+            }
+            q.push(") AS v(");
+            let names: Vec<String> = (1..=N).map(|j| format!("column{j}")).collect();
+            q.push(names.join(", ")).push(")");
+        }
+        Err(rows) => push_values(q, rows, |r| r),
+    }
+}
+
 /// Upserts spans; a stored span's attribute and metric maps are merged, not
 /// replaced, and a body it already has is kept unless a new one arrives.
 pub(super) fn span_upsert<'a, DB: Dialect>(
@@ -52,7 +82,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
          output_truncated, input, output, error, input_hash, output_hash, error_hash, input_z, \
          output_z) ",
     );
-    push_values(q, spans, |w| {
+    push_rows(q, spans, |w| {
         let s = &w.state;
         [
             run_id.into(),
@@ -145,7 +175,7 @@ pub(super) fn trace_upsert<'a, DB: Dialect>(
          span_count, error_count, child_tokens, root_tokens, iteration_count, step, rank, \
          thread_id, rollout_id, start_us, end_us, updated_us, bytes, attributes) ",
     );
-    push_values(q, traces, |w| {
+    push_rows(q, traces, |w| {
         let t = &w.state;
         [
             run_id.into(),
@@ -257,7 +287,7 @@ pub(super) fn trace_numbers_upsert<'a, DB: Dialect>(
     rows: &[ValueRow<'a, f64>],
 ) {
     q.push("INSERT INTO trace_numbers (run_id, trace_id, key, project, value, step) ");
-    push_values(q, rows.iter().copied(), |r| {
+    push_rows(q, rows.iter().copied(), |r| {
         [
             run_id.into(),
             r.trace_id.into(),
@@ -280,7 +310,7 @@ pub(super) fn trace_texts_upsert<'a, DB: Dialect>(
     rows: &[ValueRow<'a, &'a str>],
 ) {
     q.push("INSERT INTO trace_texts (run_id, trace_id, key, value, step) ");
-    push_values(q, rows.iter().copied(), |r| {
+    push_rows(q, rows.iter().copied(), |r| {
         [
             run_id.into(),
             r.trace_id.into(),
@@ -306,7 +336,7 @@ pub(super) fn trace_values_delete<'a, DB: Dialect>(
 ) {
     q.push(format!("DELETE FROM {table} WHERE run_id = "));
     q.bind(run_id).push(" AND (trace_id, key) IN (");
-    push_values(q, keys.iter().copied(), |(trace_id, key)| {
+    push_rows(q, keys.iter().copied(), |(trace_id, key)| {
         [trace_id.into(), key.into()]
     });
     q.push(")");
@@ -325,7 +355,7 @@ pub(super) fn trace_names_insert<'a, DB: Dialect>(
     names: &[&'a str],
 ) {
     q.push("INSERT INTO trace_names (project, name) ");
-    push_values(q, names.iter().copied(), |name| {
+    push_rows(q, names.iter().copied(), |name| {
         [project.into(), name.into()]
     });
     q.push(" ON CONFLICT DO NOTHING");
@@ -380,7 +410,7 @@ pub(super) fn step_activity<'a, DB: Dialect>(
     steps: &'a BTreeMap<i64, StepDelta>,
 ) {
     q.push("INSERT INTO step_activity (run_id, step, traces, errored, running) ");
-    push_values(q, steps, |(step, d)| {
+    push_rows(q, steps, |(step, d)| {
         [
             run_id.into(),
             (*step).into(),
@@ -436,7 +466,7 @@ pub(super) fn idempotency_insert<'a, DB: Dialect>(
     now: i64,
 ) {
     q.push("INSERT INTO idempotency (key, fingerprint, status, response, created_us, run_id) ");
-    push_values(q, records, |r| {
+    push_rows(q, records, |r| {
         [
             (&r.key).into(),
             (&r.fingerprint).into(),
@@ -457,7 +487,7 @@ pub(super) fn metrics_upsert<'a, DB: Dialect>(
     points: &'a [&'a MetricPoint],
 ) {
     q.push("INSERT INTO metric_points (run_id, key, step, value, ts) ");
-    push_values(q, points, |p| {
+    push_rows(q, points, |p| {
         [
             run_id.into(),
             (&p.key).into(),

@@ -39,6 +39,44 @@ pub struct IngestArgs {
     /// (the worst case).
     #[arg(long)]
     pub random_trace_ids: bool,
+    /// Attributes on each span's open event, as OpenTelemetry spans carry a dozen
+    /// (model, token counts, HTTP fields…); 1 sends the environment's name alone.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub attributes: u16,
+}
+
+/// The attributes of span `i` of trace `trace`: the environment's name, then up to
+/// `count - 1` more in OpenTelemetry's shape, their values varying by span.
+fn attributes(count: u16, i: usize, trace: usize) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("env".into(), json!("CartPole-v1"));
+    let more = [
+        ("gen_ai.system", json!("openai")),
+        (
+            "gen_ai.request.model",
+            json!(["gpt-4o-mini", "gpt-4o"][i % 2]),
+        ),
+        ("gen_ai.request.temperature", json!(0.7)),
+        ("gen_ai.usage.input_tokens", json!(300 + i % 900)),
+        ("gen_ai.usage.output_tokens", json!(20 + i % 200)),
+        ("http.request.method", json!("POST")),
+        (
+            "http.response.status_code",
+            json!(if i.is_multiple_of(50) { 429 } else { 200 }),
+        ),
+        ("server.address", json!("policy.internal")),
+        ("episode", json!(trace)),
+        ("seed", json!(i % 1_000)),
+        ("retry", json!(i.is_multiple_of(50))),
+    ];
+    let named = more.len();
+    for (key, value) in more.into_iter().take(usize::from(count) - 1) {
+        map.insert(key.into(), value);
+    }
+    for extra in named + 1..usize::from(count) {
+        map.insert(format!("extra.{extra}"), json!(i % 10));
+    }
+    Value::Object(map)
 }
 
 /// Pre-encoded request bodies, so the figure measures the server, not JSON encoding.
@@ -68,7 +106,7 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
             ("env step", "env_step")
         };
         let open = json!({"op": "open", "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
-            "name": name, "kind": kind, "ts": ts, "step": trace % 5_000, "attributes": {"env": "CartPole-v1"},
+            "name": name, "kind": kind, "ts": ts, "step": trace % 5_000, "attributes": attributes(args.attributes, i, trace),
             "input": {"obs": [0.1, 0.2, 0.3, 0.4]}});
         let close = json!({"op": "close", "trace_id": trace_id, "span_id": span_id, "ts": ts + 5,
             "status": if i % 97 == 0 { "error" } else { "ok" }, "output": {"action": i % 2}, "token_count": 3});
@@ -179,4 +217,17 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
         pct(0.99).as_secs_f64() * 1e3,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attributes;
+
+    #[test]
+    fn a_span_carries_the_attributes_asked_for() {
+        for count in [1, 12, 64] {
+            let attrs = attributes(count, 7, 0);
+            assert_eq!(attrs.as_object().map(|m| m.len()), Some(usize::from(count)));
+        }
+    }
 }
