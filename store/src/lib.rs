@@ -30,6 +30,7 @@ mod metric_summaries;
 mod migrations;
 mod packed;
 mod postgres;
+mod postgres_group;
 mod reader;
 mod retention;
 mod rows;

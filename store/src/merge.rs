@@ -3,9 +3,148 @@
 //! applying its batches one after another does, but with one set of reads and
 //! statements. Each batch still gets its own answer, with its own event indexes.
 
+use std::collections::{HashMap, HashSet};
+
+use tokio::sync::oneshot;
 use treeline_wire::{BatchResponse, SpanEvent, Warning};
 
-use super::{EventBatch, Receipt};
+use super::dialect::Dialect;
+use super::run_writes;
+use super::{EventBatch, IdempotencyRecord, Receipt, StoreError, StoreResult, Written};
+
+/// An event batch waiting for its group's transaction.
+pub(super) struct BatchJob {
+    pub run_id: String,
+    pub batch: EventBatch,
+    pub now: i64,
+    pub reply: oneshot::Sender<StoreResult<Written>>,
+}
+
+/// A group's jobs split into their replies and their work.
+pub(super) type Work = Vec<(String, EventBatch, i64)>;
+
+pub(super) fn split(jobs: Vec<BatchJob>) -> (Vec<oneshot::Sender<StoreResult<Written>>>, Work) {
+    jobs.into_iter()
+        .map(|job| (job.reply, (job.run_id, job.batch, job.now)))
+        .unzip()
+}
+
+/// Sends each job its answer, or every job the group's failure (then none was
+/// acknowledged). True when the group committed.
+pub(super) fn answer_group(
+    replies: Vec<oneshot::Sender<StoreResult<Written>>>,
+    written: StoreResult<Vec<StoreResult<Written>>>,
+) -> bool {
+    match written {
+        Ok(answers) => {
+            for (reply, answer) in replies.into_iter().zip(answers) {
+                let _ = reply.send(answer);
+            }
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %crate::failure::chain(&e), batches = replies.len(),
+                "a group write failed; none of its batches was kept");
+            let shared = std::sync::Arc::new(e);
+            for reply in replies {
+                let _ = reply.send(Err(StoreError::GroupFailed(shared.clone())));
+            }
+            false
+        }
+    }
+}
+
+/// A group's jobs sorted before anything is written: each is answered already (a
+/// key answered before replays that answer; an unknown run fails only its own
+/// batch), waits for an earlier job's answer under the same key, or joins its run's
+/// merged batch.
+pub(super) struct Sorted {
+    pub answers: Vec<Option<StoreResult<Written>>>,
+    pub runs: Vec<RunBatch>,
+    replays_of_taken: Vec<(usize, String)>,
+}
+
+/// Sorts `work` (see [`Sorted`]); `answered` holds the stored answers of its keys.
+pub(super) async fn sort<DB: Dialect>(
+    conn: &mut DB::Connection,
+    work: Work,
+    answered: &HashMap<String, IdempotencyRecord>,
+) -> StoreResult<Sorted> {
+    let mut answers: Vec<Option<StoreResult<Written>>> = work.iter().map(|_| None).collect();
+    let mut runs: Vec<RunBatch> = Vec::new();
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut replays_of_taken = Vec::new();
+    for (job, (run_id, batch, now)) in work.into_iter().enumerate() {
+        let key = batch.receipt.as_ref().map(|r| r.key.clone());
+        if let Some(key) = key.as_ref() {
+            if let Some(record) = answered.get(key) {
+                answers[job] = Some(Ok(Written::Replay(record.clone())));
+                continue;
+            }
+            if taken.contains(key) {
+                replays_of_taken.push((job, key.clone()));
+                continue;
+            }
+        }
+        let run = match runs.iter().position(|r| r.run_id == run_id) {
+            Some(i) => i,
+            None => match run_writes::run_project::<DB>(conn, &run_id).await {
+                Ok(project) => {
+                    runs.push(RunBatch::new(run_id, project));
+                    runs.len() - 1
+                }
+                Err(e @ StoreError::RunNotFound(_)) => {
+                    answers[job] = Some(Err(e));
+                    continue;
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        taken.extend(key);
+        runs[run].push(job, batch, now);
+    }
+    Ok(Sorted {
+        answers,
+        runs,
+        replays_of_taken,
+    })
+}
+
+impl Sorted {
+    /// Answers the members of `run`, written with `warnings`; their receipts' records
+    /// go to `records` (to be stored) and `answered`.
+    pub(super) fn answer_run(
+        &mut self,
+        run: &mut RunBatch,
+        warnings: Vec<Warning>,
+        answered: &mut HashMap<String, IdempotencyRecord>,
+        records: &mut Vec<IdempotencyRecord>,
+    ) -> StoreResult<()> {
+        for a in run.answers(warnings) {
+            if let Some(receipt) = a.receipt {
+                let record = receipt.record(&run.run_id, &a.answer)?;
+                answered.insert(record.key.clone(), record.clone());
+                records.push(record);
+            }
+            self.answers[a.job] = Some(Ok(Written::Stored(a.answer)));
+        }
+        Ok(())
+    }
+
+    /// Every job's answer, once every run was answered.
+    pub(super) fn finish(
+        mut self,
+        answered: &HashMap<String, IdempotencyRecord>,
+    ) -> Vec<StoreResult<Written>> {
+        for (job, key) in std::mem::take(&mut self.replays_of_taken) {
+            self.answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
+        }
+        self.answers
+            .into_iter()
+            .map(|a| a.unwrap_or(Err(StoreError::WriterStopped)))
+            .collect()
+    }
+}
 
 /// The batches of one run in a group, their events renumbered to follow each other.
 pub(super) struct RunBatch {

@@ -1,6 +1,7 @@
 //! The scale-out backend: PostgreSQL, shared by any number of stateless Treeline
 //! servers. Writes to one run are serialized with a transaction-scoped advisory lock,
-//! so the read-modify-write of counters never loses an update.
+//! so the read-modify-write of counters never loses an update; event batches are
+//! written in groups (`postgres_group`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -15,7 +16,8 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 use super::access::{Access, AccessStore};
 use super::annotations;
 use super::body_text;
-use super::dialect::{Dialect, Sql};
+use super::dialect::Sql;
+use super::postgres_group::Groups;
 use super::reader::{Reader, Reads};
 use super::rows;
 use super::run_deletion;
@@ -23,9 +25,11 @@ use super::{
     retention, run_writes, statements, EventBatch, Expired, Idempotency, IdempotencyRecord, Ingest,
     Purged, Store, StoreError, StoreResult, Written,
 };
-use crate::ingest::{plan_batch, Loader, Plan, SpanState, TraceState};
+use crate::ingest::{Loader, Plan, SpanState, TraceState};
 
-/// Rows per multi-row statement, under PostgreSQL's 65,535 bound parameters.
+/// Rows per multi-row statement: a group's spans go in a few statements of bounded
+/// size (and under PostgreSQL's 65,535 bound parameters, should one bind a value a
+/// placeholder).
 const SPAN_CHUNK: usize = 1_000;
 
 /// Connections for writes. Writers of one run wait on its lock holding a
@@ -39,6 +43,7 @@ pub struct PostgresStore {
     /// The query routes' reader: a replica's, or else `reader`'s pool again.
     query_reader: Reader<Postgres>,
     access: AccessStore<Postgres>,
+    groups: Groups,
 }
 
 impl PostgresStore {
@@ -70,6 +75,7 @@ impl PostgresStore {
             pool,
             reader: Reader::new(reads),
             query_reader,
+            groups: Groups::new(),
         })
     }
 
@@ -113,9 +119,9 @@ async fn read_pool(options: PgConnectOptions) -> StoreResult<PgPool> {
         .await?)
 }
 
-struct PgLoader<'a, 't> {
-    tx: &'a mut Transaction<'t, Postgres>,
-    run_id: &'a str,
+pub(super) struct PgLoader<'a, 't> {
+    pub tx: &'a mut Transaction<'t, Postgres>,
+    pub run_id: &'a str,
 }
 
 impl Loader for PgLoader<'_, '_> {
@@ -192,7 +198,7 @@ async fn run<'a>(
 
 /// A plan's writes, one statement at a time (PostgreSQL prepares one statement per
 /// execution).
-async fn write_plan(
+pub(super) async fn write_plan(
     tx: &mut Transaction<'_, Postgres>,
     run_id: &str,
     project: &str,
@@ -330,41 +336,7 @@ impl Ingest for PostgresStore {
     }
 
     async fn write_batch(&self, run_id: &str, batch: EventBatch, now: i64) -> StoreResult<Written> {
-        let mut tx = self.pool.begin().await?;
-        Postgres::lock_run(&mut tx, run_id).await?;
-        let project = run_writes::run_project::<Postgres>(&mut tx, run_id).await?;
-        if let Some(receipt) = &batch.receipt {
-            // Under the run's lock: a racing request with this key has committed.
-            if let Some(record) =
-                run_writes::idempotency_record::<Postgres>(&mut tx, &receipt.key).await?
-            {
-                return Ok(Written::Replay(record));
-            }
-        }
-        let mut warnings = Vec::new();
-        if !batch.events.is_empty() {
-            let plan = plan_batch(
-                &mut PgLoader {
-                    tx: &mut tx,
-                    run_id,
-                },
-                batch.events,
-                now,
-            )
-            .await?;
-            write_plan(&mut tx, run_id, &project, &plan, now).await?;
-            warnings = plan.warnings;
-        }
-        let answer = batch.parsed.with_warnings(warnings);
-        if let Some(receipt) = &batch.receipt {
-            let record = receipt.record(run_id, &answer)?;
-            run(&mut tx, |q| {
-                statements::idempotency_insert(q, std::slice::from_ref(&record), now)
-            })
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(Written::Stored(answer))
+        self.groups.write(&self.pool, run_id, batch, now).await
     }
 }
 

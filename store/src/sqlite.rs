@@ -1,7 +1,7 @@
 //! The embedded backend: one SQLite file in WAL mode, one writer connection (SQLite
 //! allows one writer at a time anyway) and a pool of readers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use super::body_text;
 use super::checkpoint::{self, Kick};
 use super::dialect::Sql;
 use super::group::{GroupCommit, Refused};
-use super::merge::RunBatch;
+use super::merge::{self, BatchJob};
 use super::reader::{Reader, Reads};
 use super::rows;
 use super::run_deletion;
@@ -63,14 +63,6 @@ pub struct SqliteStore {
     access: AccessStore<Sqlite>,
     batches: GroupCommit<BatchJob>,
     checkpoints: Kick,
-}
-
-/// An event batch waiting for its group's transaction.
-struct BatchJob {
-    run_id: String,
-    batch: EventBatch,
-    now: i64,
-    reply: oneshot::Sender<StoreResult<Written>>,
 }
 
 impl SqliteStore {
@@ -291,27 +283,9 @@ fn push_records<'a>(q: &mut Sql<'a, Sqlite>, records: &'a [IdempotencyRecord], n
 /// for an unknown run is answered alone; a failed transaction fails them all, and
 /// none was acknowledged.
 async fn write_group(writer: SqlitePool, checkpoints: Kick, jobs: Vec<BatchJob>) {
-    let mut replies = Vec::with_capacity(jobs.len());
-    let mut work = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        replies.push(job.reply);
-        work.push((job.run_id, job.batch, job.now));
-    }
-    match write_together(&writer, work).await {
-        Ok(answers) => {
-            checkpoints.committed();
-            for (reply, answer) in replies.into_iter().zip(answers) {
-                let _ = reply.send(answer);
-            }
-        }
-        Err(e) => {
-            tracing::error!(error = %crate::failure::chain(&e), batches = replies.len(),
-                "a group write failed; none of its batches was kept");
-            let shared = std::sync::Arc::new(e);
-            for reply in replies {
-                let _ = reply.send(Err(StoreError::GroupFailed(shared.clone())));
-            }
-        }
+    let (replies, work) = merge::split(jobs);
+    if merge::answer_group(replies, write_together(&writer, work).await) {
+        checkpoints.committed();
     }
 }
 
@@ -320,7 +294,7 @@ async fn write_group(writer: SqlitePool, checkpoints: Kick, jobs: Vec<BatchJob>)
 /// replays that answer, and an unknown run fails only its own batch.
 async fn write_together(
     writer: &SqlitePool,
-    work: Vec<(String, EventBatch, i64)>,
+    work: merge::Work,
 ) -> StoreResult<Vec<StoreResult<Written>>> {
     let mut tx = writer.begin().await?;
     let keys: Vec<&str> = work
@@ -328,43 +302,10 @@ async fn write_together(
         .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
         .collect();
     let mut answered = get_records(&mut tx, &keys).await?;
-    let mut answers: Vec<Option<StoreResult<Written>>> = work.iter().map(|_| None).collect();
-    let mut runs: Vec<RunBatch> = Vec::new();
-    let mut taken: HashSet<String> = HashSet::new();
-    let mut replays_of_taken = Vec::new();
-    for (job, (run_id, batch, now)) in work.into_iter().enumerate() {
-        let key = batch.receipt.as_ref().map(|r| r.key.clone());
-        if let Some(key) = key.as_ref() {
-            if let Some(record) = answered.get(key) {
-                answers[job] = Some(Ok(Written::Replay(record.clone())));
-                continue;
-            }
-            if taken.contains(key) {
-                replays_of_taken.push((job, key.clone()));
-                continue;
-            }
-        }
-        let run = match runs.iter().position(|r| r.run_id == run_id) {
-            Some(i) => i,
-            None => match run_writes::run_project::<Sqlite>(&mut tx, &run_id).await {
-                Ok(project) => {
-                    runs.push(RunBatch::new(run_id, project));
-                    runs.len() - 1
-                }
-                Err(e @ StoreError::RunNotFound(_)) => {
-                    answers[job] = Some(Err(e));
-                    continue;
-                }
-                Err(e) => return Err(e),
-            },
-        };
-        taken.extend(key);
-        runs[run].push(job, batch, now);
-    }
-
+    let mut sorted = merge::sort::<Sqlite>(&mut tx, work, &answered).await?;
     let mut records = Vec::new();
-    let mut plans = Vec::with_capacity(runs.len());
-    for mut run in runs {
+    let mut plans = Vec::with_capacity(sorted.runs.len());
+    for mut run in std::mem::take(&mut sorted.runs) {
         let events = std::mem::take(&mut run.events);
         let mut plan = Plan::default();
         if !events.is_empty() {
@@ -375,18 +316,9 @@ async fn write_together(
             plan = plan_batch(loader, events, run.now).await?;
             insert_spans(&mut tx, &run.run_id, &run.project, &plan).await?;
         }
-        for a in run.answers(std::mem::take(&mut plan.warnings)) {
-            if let Some(receipt) = a.receipt {
-                let record = receipt.record(&run.run_id, &a.answer)?;
-                answered.insert(record.key.clone(), record.clone());
-                records.push(record);
-            }
-            answers[a.job] = Some(Ok(Written::Stored(a.answer)));
-        }
+        let warnings = std::mem::take(&mut plan.warnings);
+        sorted.answer_run(&mut run, warnings, &mut answered, &mut records)?;
         plans.push((run, plan));
-    }
-    for (job, key) in replays_of_taken {
-        answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
     }
     let mut tail = Sql::<Sqlite>::new("");
     for (run, plan) in plans.iter().filter(|(_, plan)| !plan.spans.is_empty()) {
@@ -403,10 +335,7 @@ async fn write_together(
         tail.query()?.persistent(false).execute(&mut *tx).await?;
     }
     tx.commit().await?;
-    Ok(answers
-        .into_iter()
-        .map(|a| a.unwrap_or(Err(StoreError::WriterStopped)))
-        .collect())
+    Ok(sorted.finish(&answered))
 }
 
 /// The stored records of `keys`, by key.

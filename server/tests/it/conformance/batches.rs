@@ -85,7 +85,7 @@ async fn batches_racing_with_one_key_write_once(s: S) {
     assert_eq!(trace.span_count, 2);
 }
 
-/// Batches racing to several runs (SQLite folds them into shared transactions) are
+/// Batches racing to several runs (both stores fold them into shared transactions) are
 /// each stored, and answered with their own warnings at their own indexes.
 async fn racing_batches_to_several_runs_each_get_their_own_answer(s: S) {
     const RUNS: [&str; 3] = ["g1", "g2", "g3"];
