@@ -62,14 +62,22 @@ pub(super) struct Sorted {
     pub answers: Vec<Option<StoreResult<Written>>>,
     pub runs: Vec<RunBatch>,
     replays_of_taken: Vec<(usize, String)>,
+    /// The answers under the group's keys: stored before, or given in this group.
+    answered: HashMap<String, IdempotencyRecord>,
 }
 
-/// Sorts `work` (see [`Sorted`]); `answered` holds the stored answers of its keys.
+/// Sorts `work` (see [`Sorted`]), reading the stored answers of its keys. On
+/// PostgreSQL, call it under the runs' locks, so a racing request with one of these
+/// keys has committed.
 pub(super) async fn sort<DB: Dialect>(
     conn: &mut DB::Connection,
     work: Work,
-    answered: &HashMap<String, IdempotencyRecord>,
 ) -> StoreResult<Sorted> {
+    let keys: Vec<&str> = work
+        .iter()
+        .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
+        .collect();
+    let answered = run_writes::idempotency_records::<DB>(conn, &keys).await?;
     let mut answers: Vec<Option<StoreResult<Written>>> = work.iter().map(|_| None).collect();
     let mut runs: Vec<RunBatch> = Vec::new();
     let mut taken: HashSet<String> = HashSet::new();
@@ -107,23 +115,23 @@ pub(super) async fn sort<DB: Dialect>(
         answers,
         runs,
         replays_of_taken,
+        answered,
     })
 }
 
 impl Sorted {
     /// Answers the members of `run`, written with `warnings`; their receipts' records
-    /// go to `records` (to be stored) and `answered`.
+    /// go to `records`, to be stored.
     pub(super) fn answer_run(
         &mut self,
         run: &mut RunBatch,
         warnings: Vec<Warning>,
-        answered: &mut HashMap<String, IdempotencyRecord>,
         records: &mut Vec<IdempotencyRecord>,
     ) -> StoreResult<()> {
         for a in run.answers(warnings) {
             if let Some(receipt) = a.receipt {
                 let record = receipt.record(&run.run_id, &a.answer)?;
-                answered.insert(record.key.clone(), record.clone());
+                self.answered.insert(record.key.clone(), record.clone());
                 records.push(record);
             }
             self.answers[a.job] = Some(Ok(Written::Stored(a.answer)));
@@ -132,12 +140,13 @@ impl Sorted {
     }
 
     /// Every job's answer, once every run was answered.
-    pub(super) fn finish(
-        mut self,
-        answered: &HashMap<String, IdempotencyRecord>,
-    ) -> Vec<StoreResult<Written>> {
+    pub(super) fn finish(mut self) -> Vec<StoreResult<Written>> {
         for (job, key) in std::mem::take(&mut self.replays_of_taken) {
-            self.answers[job] = answered.get(&key).cloned().map(|r| Ok(Written::Replay(r)));
+            self.answers[job] = self
+                .answered
+                .get(&key)
+                .cloned()
+                .map(|r| Ok(Written::Replay(r)));
         }
         self.answers
             .into_iter()

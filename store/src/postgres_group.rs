@@ -5,19 +5,16 @@
 //! statement a table and one commit, where each used to pay for its own. Runs of
 //! other shards write at the same time, on other connections.
 
-use std::collections::HashMap;
-
 use sqlx::postgres::PgPool;
-use sqlx::{Postgres, Transaction};
+use sqlx::Postgres;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::dialect::{Dialect, Sql};
 use super::group::{GroupCommit, Refused};
 use super::merge::{self, BatchJob};
 use super::postgres::{write_plan, PgLoader};
-use super::rows;
 use super::statements;
-use super::{EventBatch, IdempotencyRecord, StoreError, StoreResult, Written};
+use super::{EventBatch, StoreError, StoreResult, Written};
 use crate::ingest::plan_batch;
 
 /// Gates: groups of different shards write at once. Under the write pool's size,
@@ -95,13 +92,8 @@ async fn write_together(
     for run_id in run_ids {
         Postgres::lock_run(&mut tx, run_id).await?;
     }
-    // Under the runs' locks: a racing request with one of these keys has committed.
-    let keys: Vec<&str> = work
-        .iter()
-        .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
-        .collect();
-    let mut answered = get_records(&mut tx, &keys).await?;
-    let mut sorted = merge::sort::<Postgres>(&mut tx, work, &answered).await?;
+    // Under the runs' locks: a racing request with one of the group's keys has committed.
+    let mut sorted = merge::sort::<Postgres>(&mut tx, work).await?;
     let mut records = Vec::new();
     let mut latest = i64::MIN;
     for mut run in std::mem::take(&mut sorted.runs) {
@@ -117,7 +109,7 @@ async fn write_together(
             write_plan(&mut tx, &run.run_id, &run.project, &plan, run.now).await?;
             warnings = plan.warnings;
         }
-        sorted.answer_run(&mut run, warnings, &mut answered, &mut records)?;
+        sorted.answer_run(&mut run, warnings, &mut records)?;
     }
     for chunk in records.chunks(statements::NUMBER_CHUNK) {
         let mut q = Sql::<Postgres>::new("");
@@ -125,25 +117,5 @@ async fn write_together(
         q.query()?.execute(&mut *tx).await?;
     }
     tx.commit().await?;
-    Ok(sorted.finish(&answered))
-}
-
-/// The stored records of `keys`, by key.
-async fn get_records(
-    tx: &mut Transaction<'_, Postgres>,
-    keys: &[&str],
-) -> StoreResult<HashMap<String, IdempotencyRecord>> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let rows = sqlx::query(
-        "SELECT key, fingerprint, status, response, run_id FROM idempotency
-          WHERE key = ANY($1::text[])",
-    )
-    .bind(keys)
-    .fetch_all(&mut **tx)
-    .await?;
-    rows.iter()
-        .map(|r| rows::idempotency(r).map(|record| (record.key.clone(), record)))
-        .collect()
+    Ok(sorted.finish())
 }

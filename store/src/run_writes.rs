@@ -236,6 +236,30 @@ pub(super) async fn prune_idempotency<DB: Dialect>(
     Ok(DB::execute(&mut *pool.acquire().await?, q).await?)
 }
 
+/// The stored records of `keys`, by key, in one query.
+pub(super) async fn idempotency_records<DB: Dialect>(
+    conn: &mut DB::Connection,
+    keys: &[&str],
+) -> StoreResult<std::collections::HashMap<String, IdempotencyRecord>> {
+    if keys.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    let mut q = Sql::<DB>::new(
+        "SELECT key, fingerprint, status, response, run_id FROM idempotency WHERE key IN (",
+    );
+    for (i, key) in keys.iter().enumerate() {
+        if i > 0 {
+            q.push(", ");
+        }
+        q.bind(*key);
+    }
+    q.push(")");
+    let rows = DB::fetch_all_in(conn, q).await?;
+    rows.iter()
+        .map(|r| super::rows::idempotency(r).map(|record| (record.key.clone(), record)))
+        .collect()
+}
+
 /// The answer kept for `key`, if any.
 pub(super) async fn idempotency_record<DB: Dialect>(
     conn: &mut DB::Connection,

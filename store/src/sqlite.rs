@@ -1,7 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode, one writer connection (SQLite
 //! allows one writer at a time anyway) and a pool of readers.
 
-use std::collections::HashMap;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -297,12 +296,7 @@ async fn write_together(
     work: merge::Work,
 ) -> StoreResult<Vec<StoreResult<Written>>> {
     let mut tx = writer.begin().await?;
-    let keys: Vec<&str> = work
-        .iter()
-        .filter_map(|(_, batch, _)| batch.receipt.as_ref().map(|r| r.key.as_str()))
-        .collect();
-    let mut answered = get_records(&mut tx, &keys).await?;
-    let mut sorted = merge::sort::<Sqlite>(&mut tx, work, &answered).await?;
+    let mut sorted = merge::sort::<Sqlite>(&mut tx, work).await?;
     let mut records = Vec::new();
     let mut plans = Vec::with_capacity(sorted.runs.len());
     for mut run in std::mem::take(&mut sorted.runs) {
@@ -317,7 +311,7 @@ async fn write_together(
             insert_spans(&mut tx, &run.run_id, &run.project, &plan).await?;
         }
         let warnings = std::mem::take(&mut plan.warnings);
-        sorted.answer_run(&mut run, warnings, &mut answered, &mut records)?;
+        sorted.answer_run(&mut run, warnings, &mut records)?;
         plans.push((run, plan));
     }
     let mut tail = Sql::<Sqlite>::new("");
@@ -335,28 +329,7 @@ async fn write_together(
         tail.query()?.persistent(false).execute(&mut *tx).await?;
     }
     tx.commit().await?;
-    Ok(sorted.finish(&answered))
-}
-
-/// The stored records of `keys`, by key.
-async fn get_records(
-    tx: &mut Transaction<'_, Sqlite>,
-    keys: &[&str],
-) -> StoreResult<HashMap<String, IdempotencyRecord>> {
-    if keys.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let keys = serde_json::to_string(keys).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    let rows = sqlx::query(
-        "SELECT i.key, i.fingerprint, i.status, i.response, i.run_id
-           FROM json_each(?1) AS k CROSS JOIN idempotency i ON i.key = k.value",
-    )
-    .bind(keys)
-    .fetch_all(&mut **tx)
-    .await?;
-    rows.iter()
-        .map(|r| rows::idempotency(r).map(|record| (record.key.clone(), record)))
-        .collect()
+    Ok(sorted.finish())
 }
 
 #[async_trait]
