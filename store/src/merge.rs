@@ -1,7 +1,8 @@
-//! The batches of one group-commit transaction folded into one batch per run. A
-//! run's events go through the ingest rules once, in arrival order, which is what
-//! applying its batches one after another does, but with one set of reads and
-//! statements. Each batch still gets its own answer, with its own event indexes.
+//! A group-commit transaction's batches, on either database: sorted (replays, unknown
+//! runs) and folded into one batch per run. A run's events go through the ingest
+//! rules once, in arrival order, which is what applying its batches one after
+//! another does, but with one set of reads and statements. Each batch still gets its
+//! own answer, with its own event indexes.
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,9 +21,10 @@ pub(super) struct BatchJob {
     pub reply: oneshot::Sender<StoreResult<Written>>,
 }
 
-/// A group's jobs split into their replies and their work.
+/// A group's work: each job's run, batch and arrival time.
 pub(super) type Work = Vec<(String, EventBatch, i64)>;
 
+/// A group's jobs split into their replies and their work.
 pub(super) fn split(jobs: Vec<BatchJob>) -> (Vec<oneshot::Sender<StoreResult<Written>>>, Work) {
     jobs.into_iter()
         .map(|job| (job.reply, (job.run_id, job.batch, job.now)))
