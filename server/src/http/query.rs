@@ -149,6 +149,11 @@ async fn traces(
     who: Principal,
     ListParams(list): ListParams,
 ) -> ApiResult<Json<TraceList>> {
+    // A run named in the query string is checked here; the run route's `SeenRun`
+    // has checked its own.
+    if let Some(run_id) = &list.run_id {
+        visible_run(&state, &who, run_id).await?;
+    }
     list_traces(&state, &who, list, None).await
 }
 
@@ -168,9 +173,6 @@ async fn list_traces(
     run_id: Option<String>,
 ) -> ApiResult<Json<TraceList>> {
     let mut query = trace_query(list, run_id)?;
-    if let Some(run_id) = &query.run_id {
-        visible_run(state, who, run_id).await?;
-    }
     match list_project(query.project.as_deref(), who) {
         Ok(project) => query.project = project.map(str::to_string),
         Err(()) => return Ok(Json(TraceList::default())),
