@@ -49,13 +49,13 @@ say "starting a throwaway cluster on 127.0.0.1:$PORT (server binaries in $PG_BIN
 "${as_pg[@]}" "$PG_BIN/initdb" -D "$PGDATA" -U postgres --auth=trust -E UTF8 >/dev/null
 "${as_pg[@]}" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$PGDATA/server.log" -w \
   -o "-c listen_addresses=127.0.0.1 -p $PORT -k $PGDATA -c fsync=on -c max_connections=200 ${PG_OPTS:-}" start >/dev/null
-# The replica: a base backup of the primary that keeps streaming from it (-R
-# writes the standby's settings). A hot standby needs max_connections at least
-# the primary's.
 export TREELINE_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$PORT/postgres"
 if [ "${PG_REPLICA:-yes}" = no ]; then
   say "cluster up, no replica; running $1 with TREELINE_TEST_POSTGRES_URL set (it goes when it ends)"
 else
+  # The replica: a base backup of the primary that keeps streaming from it (-R
+  # writes the standby's settings). A hot standby needs max_connections at least
+  # the primary's.
   say "starting its streaming replica on 127.0.0.1:$REPLICA_PORT"
   # (The primary's socket lives in its data directory, which the backup skips.)
   "${as_pg[@]}" "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$PORT" -U postgres -D "$REPLICA" -R -X stream \

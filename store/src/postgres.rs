@@ -186,7 +186,7 @@ impl Loader for PgLoader<'_, '_> {
 }
 
 /// Runs one statement that `push` writes.
-async fn run<'a>(
+pub(super) async fn run<'a>(
     tx: &mut Transaction<'_, Postgres>,
     push: impl FnOnce(&mut Sql<'a, Postgres>),
 ) -> StoreResult<()> {

@@ -9,10 +9,10 @@ use sqlx::postgres::PgPool;
 use sqlx::Postgres;
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::dialect::{Dialect, Sql};
+use super::dialect::Dialect;
 use super::group::{GroupCommit, Refused};
 use super::merge::{self, BatchJob};
-use super::postgres::{write_plan, PgLoader};
+use super::postgres::{run, write_plan, PgLoader};
 use super::statements;
 use super::{EventBatch, StoreError, StoreResult, Written};
 use crate::ingest::plan_batch;
@@ -112,9 +112,10 @@ async fn write_together(
         sorted.answer_run(&mut run, warnings, &mut records)?;
     }
     for chunk in records.chunks(statements::NUMBER_CHUNK) {
-        let mut q = Sql::<Postgres>::new("");
-        statements::idempotency_insert(&mut q, chunk, latest);
-        q.query()?.execute(&mut *tx).await?;
+        run(&mut tx, |q| {
+            statements::idempotency_insert(q, chunk, latest)
+        })
+        .await?;
     }
     tx.commit().await?;
     Ok(sorted.finish())

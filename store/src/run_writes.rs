@@ -265,10 +265,5 @@ pub(super) async fn idempotency_record<DB: Dialect>(
     conn: &mut DB::Connection,
     key: &str,
 ) -> StoreResult<Option<IdempotencyRecord>> {
-    let mut q = Sql::<DB>::new(
-        "SELECT key, fingerprint, status, response, run_id FROM idempotency WHERE key = ",
-    );
-    q.bind(key);
-    let rows = DB::fetch_all_in(conn, q).await?;
-    rows.first().map(super::rows::idempotency).transpose()
+    Ok(idempotency_records::<DB>(conn, &[key]).await?.remove(key))
 }
