@@ -38,9 +38,9 @@ impl<DB: Dialect> Reader<DB> {
         let lookups = query
             .filters
             .iter()
-            .filter_map(|filter| lookup::<DB>(query, filter))
-            .chain(span_lookup::<DB>(query));
-        for mut q in lookups {
+            .filter_map(|filter| lookup::<DB>(query, filter).map(|q| (q, Some(filter))))
+            .chain(span_lookup::<DB>(query).map(|q| (q, None)));
+        for (mut q, answered) in lookups {
             q.push(" LIMIT ")
                 .bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
             let rows = self.rows(q).await?;
@@ -52,9 +52,12 @@ impl<DB: Dialect> Reader<DB> {
                 continue;
             }
             let traces = distinct_traces(&rows)?;
+            // A filter's lookup holds exactly the traces passing it; a span
+            // filter's is one condition of several that must hold on one span.
             terms.push(Term::Listed {
                 names: Vec::new(),
                 traces,
+                answers: answered.into_iter().collect(),
             });
         }
         Ok(Some(terms))

@@ -124,6 +124,11 @@ const SQLITE: Embedded = Embedded(&[
         "cjk words",
         include_str!("../migrations/sqlite/0022_cjk_words.sql"),
     ),
+    (
+        23,
+        "failed span names",
+        include_str!("../migrations/sqlite/0023_failed_span_names.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -241,6 +246,11 @@ const POSTGRES: Embedded = Embedded(&[
         23,
         "cjk words",
         include_str!("../migrations/postgres/0023_cjk_words.sql"),
+    ),
+    (
+        24,
+        "failed span names",
+        include_str!("../migrations/postgres/0024_failed_span_names.sql"),
     ),
 ]);
 

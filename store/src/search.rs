@@ -6,12 +6,15 @@
 //! matches nothing ends the query at once; one that matches a few names or ids
 //! becomes a list of them.
 
+use std::collections::HashSet;
+
 use super::body_text::{BodySearch, TextTraces, TraceKey};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::{self, DbRow};
 use super::statements::push_values;
 use super::{StoreResult, TraceQuery};
+use treeline_wire::filter::TraceFilter;
 
 /// Names or traces listed per term at most; past it, the term is tested on each
 /// trace the list reads, as a pattern (it then matches often, so a page fills soon).
@@ -35,6 +38,9 @@ pub(super) enum Term<'q> {
     Listed {
         names: Vec<String>,
         traces: Vec<(String, String)>,
+        /// The filters these traces are exactly the passing traces of (looked up
+        /// through an index), which the list then need not test again.
+        answers: Vec<&'q TraceFilter>,
     },
     /// A body search matching too many traces to list: the traces of its matches,
     /// gathered once in the list's query.
@@ -46,7 +52,12 @@ pub(super) enum Term<'q> {
 
 impl Term<'_> {
     fn matches_nothing(&self) -> bool {
-        matches!(self, Term::Listed { names, traces } if names.is_empty() && traces.is_empty())
+        matches!(self, Term::Listed { names, traces, .. } if names.is_empty() && traces.is_empty())
+    }
+
+    /// Whether this term's traces are exactly those passing `filter`.
+    pub(super) fn answers(&self, filter: &TraceFilter) -> bool {
+        matches!(self, Term::Listed { answers, .. } if answers.iter().any(|a| std::ptr::eq(*a, filter)))
     }
 }
 
@@ -66,6 +77,7 @@ impl<DB: Dialect> Reader<DB> {
             }
             terms.push(resolved);
         }
+        drop_implied_patterns(&mut terms);
         if let Some(text) = &query.text {
             let search = BodySearch::new(query, text);
             let found = match DB::PROBE_COMMON_TEXT && self.mostly_matching(query, &search).await? {
@@ -77,6 +89,7 @@ impl<DB: Dialect> Reader<DB> {
                 TextTraces::Listed(traces) => terms.push(Term::Listed {
                     names: Vec::new(),
                     traces,
+                    answers: Vec::new(),
                 }),
                 TextTraces::Gathered => terms.push(Term::TextGathered(search)),
                 TextTraces::Common => terms.push(Term::TextCommon(search)),
@@ -86,7 +99,7 @@ impl<DB: Dialect> Reader<DB> {
             Some(listed) => terms.extend(listed),
             None => return Ok(None),
         }
-        Ok(Some(terms))
+        Ok(intersect_listed_traces(&mut terms).then_some(terms))
     }
 
     async fn resolve_term<'q>(&self, query: &TraceQuery, term: &'q str) -> StoreResult<Term<'q>> {
@@ -135,7 +148,81 @@ impl<DB: Dialect> Reader<DB> {
         if traces.len() > MAX_LISTED {
             return Ok(Term::Pattern(term));
         }
-        Ok(Term::Listed { names, traces })
+        Ok(Term::Listed {
+            names,
+            traces,
+            answers: Vec::new(),
+        })
+    }
+}
+
+/// Drops each pattern term that a listed term implies: one whose traces are listed
+/// by name only, every name containing the pattern. A search of `rollout step12`,
+/// where `rollout` is in too many names to list and `step12` in a few dozen that all
+/// hold it, then reads those names alone instead of testing the pattern on each
+/// trace (four case-ignoring matches a row, the costly part on PostgreSQL). ASCII
+/// case is ignored here, which both databases' matches also ignore, so a dropped
+/// pattern is one the database would have found true.
+fn drop_implied_patterns(terms: &mut Vec<Term<'_>>) {
+    let implied = |pattern: &str| {
+        let pattern = pattern.to_ascii_lowercase();
+        terms.iter().any(|term| match term {
+            Term::Listed { names, traces, .. } => {
+                traces.is_empty()
+                    && !names.is_empty()
+                    && names
+                        .iter()
+                        .all(|name| name.to_ascii_lowercase().contains(&pattern))
+            }
+            _ => false,
+        })
+    };
+    let keep: Vec<bool> = terms
+        .iter()
+        .map(|term| !matches!(term, Term::Pattern(p) if implied(p)))
+        .collect();
+    let mut keep = keep.into_iter();
+    terms.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// Merges the terms that list traces by id alone into one, their intersection: a
+/// trace passes them all when each list holds it. Left side by side, the lists were
+/// compared row by row (PostgreSQL's generic plan for a run's two annotation filters
+/// of 1,000 and 400 traces took 200 ms). False when no trace is in every list.
+fn intersect_listed_traces(terms: &mut Vec<Term<'_>>) -> bool {
+    let mut merged: Option<Vec<(String, String)>> = None;
+    let mut answered = Vec::new();
+    terms.retain_mut(|term| match term {
+        Term::Listed {
+            names,
+            traces,
+            answers,
+        } if names.is_empty() => {
+            answered.append(answers);
+            let traces = std::mem::take(traces);
+            merged = Some(match merged.take() {
+                None => traces,
+                Some(mut kept) => {
+                    let other: HashSet<&(String, String)> = traces.iter().collect();
+                    kept.retain(|key| other.contains(key));
+                    kept
+                }
+            });
+            false
+        }
+        _ => true,
+    });
+    match merged {
+        Some(traces) if traces.is_empty() => false,
+        Some(traces) => {
+            terms.push(Term::Listed {
+                names: Vec::new(),
+                traces,
+                answers: answered,
+            });
+            true
+        }
+        None => true,
     }
 }
 
@@ -190,7 +277,7 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                         .push(" ESCAPE '\\'");
                 }
             }
-            Term::Listed { names, traces } => {
+            Term::Listed { names, traces, .. } => {
                 if !names.is_empty() {
                     q.push("t.name IN (");
                     for (i, name) in names.iter().enumerate() {
@@ -228,7 +315,7 @@ fn driver<'a>(terms: &'a [Term<'a>]) -> Option<&'a [(String, String)]> {
     terms
         .iter()
         .filter_map(|term| match term {
-            Term::Listed { names, traces } if names.is_empty() => Some(traces.as_slice()),
+            Term::Listed { names, traces, .. } if names.is_empty() => Some(traces.as_slice()),
             _ => None,
         })
         .min_by_key(|traces| traces.len())

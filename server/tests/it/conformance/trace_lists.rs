@@ -250,6 +250,52 @@ async fn search_finds_names_and_id_prefixes_in_scope(s: S) {
     assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 600);
 }
 
+/// A term in more names than a search lists (`rollout`, in 520) beside one in a few
+/// (`step12`): the few names all holding the first term answer alone; when one of
+/// them does not, the first term is still tested on each trace, through its ids too.
+async fn a_term_in_too_many_names_narrows_with_a_listed_one(s: S) {
+    run(&s, "r1").await;
+    let root = |trace: &str, name: &str| {
+        with(
+            open(trace, "root", None, "rollout", 10),
+            json!({ "name": name }),
+        )
+    };
+    let mut roots: Vec<Value> = (0..520)
+        .map(|i| root(&format!("t{i}"), &format!("rollout.step{i}")))
+        .collect();
+    roots.push(root("rollout-x", "step77 other"));
+    roots.push(root("plain", "step77 misc"));
+    roots.push(root("upper", "ROLLOUT.STEP77 upper"));
+    write(&s, "r1", &roots).await;
+    let found = |terms: &[&str]| {
+        let query = TraceQuery {
+            run_id: Some("r1".into()),
+            terms: terms.iter().map(|t| t.to_string()).collect(),
+            limit: 4,
+            ..Default::default()
+        };
+        let s = s.clone();
+        async move {
+            let mut ids = every_page(&s, query).await;
+            ids.sort();
+            ids
+        }
+    };
+    let step12: Vec<String> = ["t12", "t120", "t121", "t122", "t123", "t124"]
+        .into_iter()
+        .chain(["t125", "t126", "t127", "t128", "t129"])
+        .map(Into::into)
+        .collect();
+    assert_eq!(found(&["rollout", "step12"]).await, step12);
+    assert_eq!(found(&["ROLLOUT", "Step12"]).await, step12);
+    assert_eq!(
+        found(&["rollout", "step77"]).await,
+        ["rollout-x", "t77", "upper"]
+    );
+    assert_eq!(found(&["rollout", "misc"]).await, Vec::<String>::new());
+}
+
 /// Twelve traces of one run with root attributes of every type, three of them with
 /// a failed child under a root that recovered.
 async fn attribute_run(s: &S) {
@@ -778,6 +824,7 @@ async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
 on_both!(tokio::test, |t| t.store.clone();
     trace_lists_filter_search_and_page_without_duplicates,
     search_finds_names_and_id_prefixes_in_scope,
+    a_term_in_too_many_names_narrows_with_a_listed_one,
     filters_compare_totals_and_root_attributes_by_type,
     attribute_filters_found_through_indexes_match_each_traces_attributes,
     span_filters_hold_on_one_span,
