@@ -214,6 +214,10 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// Locks the rows a SELECT reads until the transaction ends. SQLite has one
     /// writer at a time, so it needs none.
     const FOR_UPDATE: &'static str;
+    /// Ends a correlated subquery so that it runs for each outer row, as written:
+    /// PostgreSQL otherwise may turn an `EXISTS` into a join that first gathers
+    /// every row the subquery could match. SQLite runs it per row already.
+    const PER_ROW: &'static str;
     /// Written after a text expression so that `<` and `>=` compare bytes, as an
     /// index on the same expression is ordered (PostgreSQL's locale may not).
     const BYTE_ORDER: &'static str;
@@ -380,6 +384,7 @@ impl Dialect for Sqlite {
     const ROWS_AS_ARRAYS: bool = false;
     const LATERAL: bool = false;
     const FOR_UPDATE: &'static str = "";
+    const PER_ROW: &'static str = "";
     const BYTE_ORDER: &'static str = "";
     const PROBE_COMMON_TEXT: bool = false;
     // SQLite has no replicas; a SQLite reader is never made one.
@@ -612,6 +617,7 @@ impl Dialect for Postgres {
     const ROWS_AS_ARRAYS: bool = true;
     const LATERAL: bool = true;
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const PER_ROW: &'static str = " OFFSET 0";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const PROBE_COMMON_TEXT: bool = true;
     // A standby that has replayed every record it received is current; otherwise it

@@ -91,6 +91,12 @@ impl<DB: Dialect> Reader<DB> {
                     traces,
                     answers: Vec::new(),
                 }),
+                TextTraces::Gathered
+                    if DB::PROBE_COMMON_TEXT
+                        && self.first_page_among_newest(query, &search).await? =>
+                {
+                    terms.push(Term::TextCommon(search))
+                }
                 TextTraces::Gathered => terms.push(Term::TextGathered(search)),
                 TextTraces::Common => terms.push(Term::TextCommon(search)),
             }
@@ -300,7 +306,9 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
             Term::TextCommon(search) => {
                 q.push("EXISTS (SELECT 1 ");
                 DB::push_trace_docs_matching(q, search, TraceKey::Of("t"));
-                q.push(")");
+                // A trace at a time: a page fills within a few hundred (see
+                // `mostly_matching`), where a join gathered every match first.
+                q.push(DB::PER_ROW).push(")");
             }
         }
         q.push(")");

@@ -280,6 +280,23 @@ async fn a_search_past_the_listed_traces_gathers_them(s: S) {
     };
     assert_eq!(all_pages(&s, errors).await, 2_499);
     assert_eq!(found(&s, q("rare")).await.len(), 6);
+
+    // Across the project, more of the newest traces match than the first page
+    // holds, so it is tested trace by trace: the same page, newest first.
+    let everywhere = TraceQuery {
+        limit: 20,
+        ..query(None, Some("alpha"), "ok")
+    };
+    let ids = |page: &treeline_wire::TraceList| {
+        page.traces
+            .iter()
+            .map(|t| t.trace_id.clone())
+            .collect::<Vec<_>>()
+    };
+    let across = s.reads().list_traces(&everywhere).await.expect("list");
+    assert_eq!(ids(&across), ids(&page));
+    assert!(across.traces.iter().all(|t| t.text_match.is_some()));
+    assert_eq!(all_pages(&s, everywhere).await, 5_010);
 }
 
 /// A word in more bodies than a list gathers (200,000) is tested trace by trace,
