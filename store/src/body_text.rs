@@ -318,8 +318,9 @@ const MAX_DOCS_GATHERED: usize = 200_000;
 pub(super) enum TextTraces {
     /// Every trace with a matching body: at most [`MAX_TEXT_LISTED`].
     Listed(Vec<(String, String)>),
-    /// Too many to list, few enough to gather in the list's query.
-    Gathered,
+    /// Too many to list, few enough to gather in the list's query: the matching
+    /// traces, or documents when those were only counted (a trace has one or more).
+    Gathered(usize),
     /// So many that most traces hold one.
     Common,
 }
@@ -365,28 +366,42 @@ impl<DB: Dialect> Reader<DB> {
         query: &TraceQuery,
         search: &BodySearch<'_>,
     ) -> StoreResult<bool> {
-        let mut q = Sql::new("SELECT CAST(COALESCE(SUM(trace_count), 0) AS BIGINT) AS n FROM runs");
-        push_scope(&mut q, query, "");
-        let traces = match self.rows(q).await?.first() {
-            Some(row) => row.req_int("n")?,
-            None => 0,
-        };
-        if traces < PROBED_FROM_TRACES {
+        if self.scope_traces(query).await? < PROBED_FROM_TRACES {
             return Ok(false);
         }
         Ok(self.newest_matching(query, search, PROBED).await? >= PROBED_COMMON)
+    }
+
+    /// The traces of the list's run or project (or of every project).
+    async fn scope_traces(&self, query: &TraceQuery) -> StoreResult<i64> {
+        let mut q = Sql::new("SELECT CAST(COALESCE(SUM(trace_count), 0) AS BIGINT) AS n FROM runs");
+        push_scope(&mut q, query, "");
+        Ok(match self.rows(q).await?.first() {
+            Some(row) => row.req_int("n")?,
+            None => 0,
+        })
     }
 
     /// Whether, across runs, the first page of a search that gathers many
     /// documents fills within the [`PROBED_WIDE`] newest traces: more of them match
     /// than the page holds. (Only a bound this firm: a phrase new in the last hour
     /// would otherwise have the list test every older trace of the project.)
+    /// `matches` (traces or documents, from the index) first says whether enough of
+    /// them could be among the newest: `traceback`, 1 trace in 200, is not tested.
     pub(super) async fn first_page_among_newest(
         &self,
         query: &TraceQuery,
         search: &BodySearch<'_>,
+        matches: usize,
     ) -> StoreResult<bool> {
         if query.run_id.is_some() || query.cursor.is_some() {
+            return Ok(false);
+        }
+        let scope = u128::try_from(self.scope_traces(query).await?).unwrap_or(0);
+        let expected = (matches as u128 * PROBED_WIDE as u128)
+            .checked_div(scope)
+            .unwrap_or(0);
+        if expected <= query.limit as u128 {
             return Ok(false);
         }
         Ok(self.newest_matching(query, search, PROBED_WIDE).await? > query.limit)
@@ -430,7 +445,7 @@ impl<DB: Dialect> Reader<DB> {
             return Ok(TextTraces::Common);
         }
         if matching >= MAX_DOCS_READ {
-            return Ok(TextTraces::Gathered);
+            return Ok(TextTraces::Gathered(matching));
         }
         let mut q = Sql::new("");
         search.push_matching_traces(&mut q);
@@ -438,7 +453,7 @@ impl<DB: Dialect> Reader<DB> {
         Ok(if traces.len() <= MAX_TEXT_LISTED {
             TextTraces::Listed(traces)
         } else {
-            TextTraces::Gathered
+            TextTraces::Gathered(traces.len())
         })
     }
 

@@ -91,13 +91,15 @@ impl<DB: Dialect> Reader<DB> {
                     traces,
                     answers: Vec::new(),
                 }),
-                TextTraces::Gathered
+                TextTraces::Gathered(matches)
                     if DB::PROBE_COMMON_TEXT
-                        && self.first_page_among_newest(query, &search).await? =>
+                        && self
+                            .first_page_among_newest(query, &search, matches)
+                            .await? =>
                 {
                     terms.push(Term::TextCommon(search))
                 }
-                TextTraces::Gathered => terms.push(Term::TextGathered(search)),
+                TextTraces::Gathered(_) => terms.push(Term::TextGathered(search)),
                 TextTraces::Common => terms.push(Term::TextCommon(search)),
             }
         }
