@@ -393,11 +393,11 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
 fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) {
     // A trace's `error_count` counts its spans as they fail (never back), so
     // it is above 0 exactly when a span of the trace failed. Said here, a list
-    // walks only the failed traces (`traces_run_failed`, `traces_project_failed`
-    // of migration 24) instead of probing each trace's spans: `bench query` on
-    // PostgreSQL, a failed span named `tool 1` across the project 134 ms p50 →
-    // 33, and a run whose every trace failed no longer gathers its 10,000
-    // failed spans to sort their traces (85 ms).
+    // walks only the failed traces (`traces_run_failed`, and `traces_project_failed`
+    // of migrations 23 and 24) instead of probing each trace's spans: `bench query`
+    // on PostgreSQL, a failed span named `tool 1` across the project 134 ms p50 →
+    // 33, and a run whose every trace failed no longer gathers its 10,000 failed
+    // spans to sort their traces (85 ms).
     let span_filters = query
         .filters
         .iter()
