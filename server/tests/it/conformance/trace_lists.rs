@@ -202,12 +202,7 @@ async fn search_finds_names_and_id_prefixes_in_scope(s: S) {
             limit: 1,
             ..Default::default()
         };
-        let s = s.clone();
-        async move {
-            let mut ids = every_page(&s, query).await;
-            ids.sort();
-            ids
-        }
+        every_id_sorted(s.clone(), query)
     };
     let alpha = Some("alpha");
     assert_eq!(
@@ -275,12 +270,7 @@ async fn a_term_in_too_many_names_narrows_with_a_listed_one(s: S) {
             limit: 4,
             ..Default::default()
         };
-        let s = s.clone();
-        async move {
-            let mut ids = every_page(&s, query).await;
-            ids.sort();
-            ids
-        }
+        every_id_sorted(s.clone(), query)
     };
     let step12: Vec<String> = ["t12", "t120", "t121", "t122", "t123", "t124"]
         .into_iter()
@@ -689,6 +679,13 @@ async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
 }
 
 /// The trace ids of every page of `query`, following its cursors.
+/// The ids of every page's traces, sorted.
+async fn every_id_sorted(s: S, query: TraceQuery) -> Vec<String> {
+    let mut ids = every_page(&s, query).await;
+    ids.sort();
+    ids
+}
+
 pub(super) async fn every_page(s: &S, mut query: TraceQuery) -> Vec<String> {
     let mut seen = Vec::new();
     loop {
