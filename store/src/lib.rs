@@ -32,6 +32,7 @@ mod packed;
 mod postgres;
 mod postgres_group;
 mod reader;
+mod replica_health;
 mod retention;
 mod rows;
 mod run_deletion;

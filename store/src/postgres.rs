@@ -19,6 +19,7 @@ use super::body_text;
 use super::dialect::Sql;
 use super::postgres_group::Groups;
 use super::reader::{Reader, Reads};
+use super::replica_health::ReplicaHealth;
 use super::rows;
 use super::run_deletion;
 use super::{
@@ -42,6 +43,9 @@ pub struct PostgresStore {
     reader: Reader<Postgres>,
     /// The query routes' reader: a replica's, or else `reader`'s pool again.
     query_reader: Reader<Postgres>,
+    /// Whether the replica answers, when there is one: while it does not, the
+    /// query routes read `reader`.
+    replica: Option<ReplicaHealth>,
     access: AccessStore<Postgres>,
     groups: Groups,
 }
@@ -64,17 +68,20 @@ impl PostgresStore {
             .await?;
         super::migrations::postgres().await?.run(&pool).await?;
         let reads = read_pool(options).await?;
-        let query_reader = match read_url {
+        let (query_reader, replica) = match read_url {
             Some(read_url) => {
-                Reader::replica(read_pool(PgConnectOptions::from_str(read_url)?).await?)
+                let replica = read_pool(PgConnectOptions::from_str(read_url)?).await?;
+                let health = ReplicaHealth::watch(replica.clone());
+                (Reader::replica(replica), Some(health))
             }
-            None => Reader::new(reads.clone()),
+            None => (Reader::new(reads.clone()), None),
         };
         Ok(PostgresStore {
             access: AccessStore::new(reads.clone(), pool.clone()),
             pool,
             reader: Reader::new(reads),
             query_reader,
+            replica,
             groups: Groups::new(),
         })
     }
@@ -362,7 +369,10 @@ impl Store for PostgresStore {
     }
 
     fn query_reads(&self) -> &dyn Reads {
-        &self.query_reader
+        match &self.replica {
+            Some(health) if !health.is_up() => &self.reader,
+            _ => &self.query_reader,
+        }
     }
 
     fn access(&self) -> &dyn Access {

@@ -178,3 +178,72 @@ fn a_replica_for_sqlite_is_refused_with_the_flag_named() {
         "{err}"
     );
 }
+
+/// A TCP link to `upstream` on a free local port. Aborting the task closes the port
+/// and every connection through it, as a replica that went away would.
+async fn link_to(upstream: &str) -> (String, tokio::task::JoinHandle<()>) {
+    let upstream = upstream.to_string();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a local port");
+    let addr = listener.local_addr().expect("its address").to_string();
+    let task = tokio::spawn(async move {
+        let mut links = tokio::task::JoinSet::new();
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            links.spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// A replica that stops answering: within seconds the lists read the primary, and
+/// show what was written after the replica went away.
+#[tokio::test]
+async fn lists_read_the_primary_while_the_replica_does_not_answer() {
+    let primary = postgres_url().await;
+    let replica = replica_of(&primary);
+    let reachable = within_20s(|| async { sqlx::PgConnection::connect(&replica).await.is_ok() });
+    assert!(reachable.await, "the replica never had the new database");
+    // postgres://user@host:port/db: the same database, through the link.
+    let (head, db) = replica.rsplit_once('/').expect("a database in the URL");
+    let (user, authority) = head.rsplit_once('@').expect("a user in the URL");
+    let (addr, link) = link_to(authority).await;
+    let linked = format!("{user}@{addr}/{db}");
+
+    let (_, s) = store::open_in(std::path::Path::new("."), Some(&primary), Some(&linked))
+        .await
+        .expect("open with the linked replica");
+    crate::common::run(&s, "r1").await;
+    crate::common::write(&s, "r1", &[open("t1", "root", None, "rollout", 1)]).await;
+    let listed = |n: usize| {
+        let s = s.clone();
+        async move {
+            let query = store::TraceQuery {
+                run_id: Some("r1".into()),
+                limit: 10,
+                ..Default::default()
+            };
+            // A read already sent to the replica waits for its pool (30 s): this
+            // one gives up after a second and asks again.
+            let list =
+                tokio::time::timeout(Duration::from_secs(1), s.query_reads().list_traces(&query));
+            matches!(list.await, Ok(Ok(l)) if l.traces.len() == n)
+        }
+    };
+    assert!(
+        within_20s(|| listed(1)).await,
+        "the replica never listed t1"
+    );
+
+    link.abort();
+    crate::common::write(&s, "r1", &[open("t2", "root", None, "rollout", 2)]).await;
+    assert!(
+        within_20s(|| listed(2)).await,
+        "the lists did not turn to the primary"
+    );
+}
