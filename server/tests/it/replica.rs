@@ -21,6 +21,16 @@ fn replica_of(primary: &str) -> String {
     store::PostgresStore::database_url(&base, name)
 }
 
+/// A fresh database's URL on the primary and on the replica, once the new database
+/// has reached the replica by replication.
+async fn database_with_replica() -> (String, String) {
+    let primary = postgres_url().await;
+    let replica = replica_of(&primary);
+    let reachable = within_20s(|| async { sqlx::PgConnection::connect(&replica).await.is_ok() });
+    assert!(reachable.await, "the replica never had the new database");
+    (primary, replica)
+}
+
 /// Polls `check` every 100 ms for at most 20 s; whether it came true.
 async fn within_20s<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> bool {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -45,11 +55,7 @@ async fn replay(replica_admin: &str, what: &str) {
 
 #[tokio::test]
 async fn lists_read_the_replica_and_the_dashboard_says_when_it_lags() {
-    let primary = postgres_url().await;
-    let replica = replica_of(&primary);
-    // The new database reaches the replica by replication too.
-    let reachable = within_20s(|| async { sqlx::PgConnection::connect(&replica).await.is_ok() });
-    assert!(reachable.await, "the replica never had the new database");
+    let (primary, replica) = database_with_replica().await;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let addr = free_addr();
@@ -205,10 +211,7 @@ async fn link_to(upstream: &str) -> (String, tokio::task::JoinHandle<()>) {
 /// show what was written after the replica went away.
 #[tokio::test]
 async fn lists_read_the_primary_while_the_replica_does_not_answer() {
-    let primary = postgres_url().await;
-    let replica = replica_of(&primary);
-    let reachable = within_20s(|| async { sqlx::PgConnection::connect(&replica).await.is_ok() });
-    assert!(reachable.await, "the replica never had the new database");
+    let (primary, replica) = database_with_replica().await;
     // postgres://user@host:port/db: the same database, through the link.
     let (head, db) = replica.rsplit_once('/').expect("a database in the URL");
     let (user, authority) = head.rsplit_once('@').expect("a user in the URL");
