@@ -356,17 +356,46 @@ const PROBED_FROM_TRACES: i64 = 50_000;
 const PROBED_WIDE: usize = 3_000;
 
 impl<DB: Dialect> Reader<DB> {
-    /// Whether a quarter or more of the newest traces in the list's scope (of
-    /// [`PROBED_FROM_TRACES`] or more) match: a word that common fills a page within
-    /// a few traces tested one by one, and on PostgreSQL counting its matches first
-    /// cost most of a second on 1M traces (the index yields them all, and each is
-    /// checked against its row).
-    pub(super) async fn mostly_matching(
+    /// How the list finds the traces a body search matches in its scope. On
+    /// PostgreSQL (`PROBE_COMMON_TEXT`), a search common among the newest traces is
+    /// tested trace by trace rather than gathered from the index first.
+    pub(super) async fn text_traces(
         &self,
         query: &TraceQuery,
         search: &BodySearch<'_>,
+    ) -> StoreResult<TextTraces> {
+        let scope = match DB::PROBE_COMMON_TEXT {
+            true => self.scope_traces(query).await?,
+            false => 0,
+        };
+        if DB::PROBE_COMMON_TEXT && self.mostly_matching(query, search, scope).await? {
+            return Ok(TextTraces::Common);
+        }
+        Ok(match self.indexed_traces(search).await? {
+            TextTraces::Gathered(matches)
+                if DB::PROBE_COMMON_TEXT
+                    && self
+                        .first_page_among_newest(query, search, scope, matches)
+                        .await? =>
+            {
+                TextTraces::Common
+            }
+            found => found,
+        })
+    }
+
+    /// Whether a quarter or more of the newest traces in the list's scope (of
+    /// [`PROBED_FROM_TRACES`] or more, `scope`) match: a word that common fills a
+    /// page within a few traces tested one by one, and on PostgreSQL counting its
+    /// matches first cost most of a second on 1M traces (the index yields them all,
+    /// and each is checked against its row).
+    async fn mostly_matching(
+        &self,
+        query: &TraceQuery,
+        search: &BodySearch<'_>,
+        scope: i64,
     ) -> StoreResult<bool> {
-        if self.scope_traces(query).await? < PROBED_FROM_TRACES {
+        if scope < PROBED_FROM_TRACES {
             return Ok(false);
         }
         Ok(self.newest_matching(query, search, PROBED).await? >= PROBED_COMMON)
@@ -386,18 +415,20 @@ impl<DB: Dialect> Reader<DB> {
     /// documents fills within the [`PROBED_WIDE`] newest traces: more of them match
     /// than the page holds. (Only a bound this firm: a phrase new in the last hour
     /// would otherwise have the list test every older trace of the project.)
-    /// `matches` (traces or documents, from the index) first says whether enough of
-    /// them could be among the newest: `traceback`, 1 trace in 200, is not tested.
-    pub(super) async fn first_page_among_newest(
+    /// `matches` (traces or documents, from the index) over the `scope`'s traces
+    /// first says whether enough could be among the newest: `traceback`, 1 trace in
+    /// 200, is not tested.
+    async fn first_page_among_newest(
         &self,
         query: &TraceQuery,
         search: &BodySearch<'_>,
+        scope: i64,
         matches: usize,
     ) -> StoreResult<bool> {
         if query.run_id.is_some() || query.cursor.is_some() {
             return Ok(false);
         }
-        let scope = u128::try_from(self.scope_traces(query).await?).unwrap_or(0);
+        let scope = u128::try_from(scope).unwrap_or(0);
         let expected = (matches as u128 * PROBED_WIDE as u128)
             .checked_div(scope)
             .unwrap_or(0);
@@ -431,7 +462,7 @@ impl<DB: Dialect> Reader<DB> {
     }
 
     /// The traces whose bodies match, read from the index within the list's scope.
-    pub(super) async fn text_traces(&self, search: &BodySearch<'_>) -> StoreResult<TextTraces> {
+    async fn indexed_traces(&self, search: &BodySearch<'_>) -> StoreResult<TextTraces> {
         // First counted in the index alone, to a bound (its scope token, a hash, is
         // all that holds it to the scope: a collision only counts a few more).
         let mut q = Sql::new("SELECT COUNT(*) AS n FROM (SELECT 1 AS one ");

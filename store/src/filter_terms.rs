@@ -16,7 +16,7 @@ use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::search::{distinct_traces, Term};
 use super::statements::TEXT_MAX_BYTES;
-use super::trace_list::{push_note_test, push_span_filter};
+use super::trace_list::{is_failed_span, push_note_test, push_span_filter};
 use super::{StoreResult, TraceQuery};
 
 /// Traces listed per filter at most. More than a search term's: a filter's list is
@@ -110,7 +110,7 @@ fn span_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
     let rank = |field: &SpanField, test: &Test| match (field, test) {
         (SpanField::Name, Test::Compare(Op::Eq, Value::Text(_))) => Some(0),
         (SpanField::ErrorType, Test::Compare(Op::Eq, Value::Text(_))) => Some(1),
-        (SpanField::Status, Test::Compare(Op::Eq, Value::Text(text))) if text == "error" => Some(2),
+        _ if is_failed_span(field, test) => Some(2),
         _ => None,
     };
     let (field, test) = query

@@ -80,25 +80,13 @@ impl<DB: Dialect> Reader<DB> {
         drop_implied_patterns(&mut terms);
         if let Some(text) = &query.text {
             let search = BodySearch::new(query, text);
-            let found = match DB::PROBE_COMMON_TEXT && self.mostly_matching(query, &search).await? {
-                true => TextTraces::Common,
-                false => self.text_traces(&search).await?,
-            };
-            match found {
+            match self.text_traces(query, &search).await? {
                 TextTraces::Listed(traces) if traces.is_empty() => return Ok(None),
                 TextTraces::Listed(traces) => terms.push(Term::Listed {
                     names: Vec::new(),
                     traces,
                     answers: Vec::new(),
                 }),
-                TextTraces::Gathered(matches)
-                    if DB::PROBE_COMMON_TEXT
-                        && self
-                            .first_page_among_newest(query, &search, matches)
-                            .await? =>
-                {
-                    terms.push(Term::TextCommon(search))
-                }
                 TextTraces::Gathered(_) => terms.push(Term::TextGathered(search)),
                 TextTraces::Common => terms.push(Term::TextCommon(search)),
             }
@@ -309,7 +297,7 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                 q.push("EXISTS (SELECT 1 ");
                 DB::push_trace_docs_matching(q, search, TraceKey::Of("t"));
                 // A trace at a time: a page fills within a few hundred (see
-                // `mostly_matching`), where a join gathered every match first.
+                // `Reader::text_traces`), where a join gathered every match first.
                 q.push(DB::PER_ROW).push(")");
             }
         }
@@ -317,18 +305,15 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
     }
 }
 
-/// The traces of the term with the fewest, when one matches ids only: the list then
-/// starts from them (a few key lookups) instead of walking an index of the scope and
-/// testing each trace, which both databases' planners chose even for one key (0.5 s
-/// on a million traces).
+/// The traces of the term that lists them by id alone (there is one at most, as
+/// [`intersect_listed_traces`] leaves them): the list then starts from them (a few
+/// key lookups) instead of walking an index of the scope and testing each trace,
+/// which both databases' planners chose even for one key (0.5 s on a million traces).
 fn driver<'a>(terms: &'a [Term<'a>]) -> Option<&'a [(String, String)]> {
-    terms
-        .iter()
-        .filter_map(|term| match term {
-            Term::Listed { names, traces, .. } if names.is_empty() => Some(traces.as_slice()),
-            _ => None,
-        })
-        .min_by_key(|traces| traces.len())
+    terms.iter().find_map(|term| match term {
+        Term::Listed { names, traces, .. } if names.is_empty() => Some(traces.as_slice()),
+        _ => None,
+    })
 }
 
 /// Writes `(VALUES …) AS k CROSS JOIN ` when the list starts from a term's traces

@@ -398,25 +398,24 @@ fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQu
     // on PostgreSQL, a failed span named `tool 1` across the project 134 ms p50 →
     // 33, and a run whose every trace failed no longer gathers its 10,000 failed
     // spans to sort their traces (85 ms).
-    let span_filters = query
-        .filters
-        .iter()
-        .filter(|f| matches!(f.field, Field::Span(_)));
-    let (failed, other): (Vec<_>, Vec<_>) = span_filters.partition(|f| is_failed_span_filter(f));
-    if !failed.is_empty() {
+    let span_filters = query.filters.iter().filter_map(|f| match &f.field {
+        Field::Span(field) => Some((field, &f.test)),
+        _ => None,
+    });
+    if span_filters.clone().any(|(f, t)| is_failed_span(f, t)) {
         q.push(" AND t.error_count > 0");
     }
-    if !other.is_empty() {
+    if span_filters.clone().any(|(f, t)| !is_failed_span(f, t)) {
         q.push(" AND ");
         push_span_filters(q, query.run_id.as_deref(), &query.filters);
     }
 }
 
 /// `span.status = error`.
-fn is_failed_span_filter(filter: &TraceFilter) -> bool {
+pub(super) fn is_failed_span(field: &SpanField, test: &Test) -> bool {
     matches!(
-        (&filter.field, &filter.test),
-        (Field::Span(SpanField::Status), Test::Compare(Op::Eq, Value::Text(text)))
+        (field, test),
+        (SpanField::Status, Test::Compare(Op::Eq, Value::Text(text)))
             if SpanStatus::parse_field(text, "span.status").is_ok_and(|s| s == SpanStatus::Error)
     )
 }
