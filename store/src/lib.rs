@@ -45,6 +45,7 @@ mod statements;
 mod stats;
 mod step_halves;
 mod step_values;
+mod text_matches;
 mod trace_list;
 
 use async_trait::async_trait;

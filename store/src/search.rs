@@ -12,7 +12,7 @@ use super::body_text::{BodySearch, TextTraces, TraceKey};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::{self, DbRow};
-use super::statements::push_values;
+use super::statements::push_rows;
 use super::{StoreResult, TraceQuery};
 use treeline_wire::filter::TraceFilter;
 
@@ -316,7 +316,7 @@ fn driver<'a>(terms: &'a [Term<'a>]) -> Option<&'a [(String, String)]> {
     })
 }
 
-/// Writes `(VALUES …) AS k CROSS JOIN ` when the list starts from a term's traces
+/// Writes `(<the keys>) AS k CROSS JOIN ` when the list starts from a term's traces
 /// (see [`driver`]), at the start of the FROM clause; nothing otherwise.
 pub(super) fn push_driver<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<'a>]) {
     if let Some(traces) = driver(terms) {
@@ -326,9 +326,11 @@ pub(super) fn push_driver<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term
     }
 }
 
-/// `VALUES (run_id, trace_id), …` of `traces`.
+/// The rows `(run_id, trace_id)` of `traces`: on PostgreSQL two arrays, so that
+/// the statement's text (and its cached plan) is the same however many there are.
+/// As thousands of `VALUES` parameters, each list was parsed and planned anew.
 fn push_keys<'a, DB: Dialect>(q: &mut Sql<'a, DB>, traces: &'a [(String, String)]) {
-    push_values(q, traces, |(run_id, trace_id)| {
+    push_rows(q, traces, |(run_id, trace_id)| {
         [run_id.into(), trace_id.into()]
     });
 }

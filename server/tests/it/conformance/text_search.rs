@@ -167,6 +167,18 @@ async fn chinese_japanese_and_korean_words_are_found_inside_a_run(s: S) {
     let cjk = |text: &str| query(Some("cjk"), None, text);
     assert_eq!(found(&s, cjk("讨论")).await, ["c1"]);
     assert_eq!(found(&s, cjk("东京")).await, ["c1", "c2"]);
+    // Each trace of a page shows a passage of its own body.
+    let page = s.reads().list_traces(&cjk("东京")).await.expect("list");
+    for t in &page.traces {
+        let hit = t.text_match.as_ref().expect("a match");
+        let shown: String = hit.snippet.iter().map(|p| p.text.as_str()).collect();
+        let own = if t.trace_id == "c1" {
+            "今天我们讨论东京タワー"
+        } else {
+            "东京很大"
+        };
+        assert_eq!(shown, own, "the passage of {}", t.trace_id);
+    }
     assert_eq!(found(&s, cjk("京东")).await, Vec::<String>::new(), "order");
     assert_eq!(found(&s, cjk("タワー")).await, ["c1"], "katakana");
     assert_eq!(found(&s, cjk("东京 很大")).await, ["c2"], "two parts");
