@@ -317,6 +317,7 @@ fn max_text_listed<DB: Dialect>() -> usize {
         5_000
     }
 }
+
 /// The most matching documents a list's query gathers once, as a set, before it
 /// reads traces. Past it the search is tested on each trace read instead: a word
 /// that common fills a page within a few traces, while each test costs as much as
