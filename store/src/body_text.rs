@@ -415,10 +415,7 @@ impl<DB: Dialect> Reader<DB> {
     async fn scope_traces(&self, query: &TraceQuery) -> StoreResult<i64> {
         let mut q = Sql::new("SELECT CAST(COALESCE(SUM(trace_count), 0) AS BIGINT) AS n FROM runs");
         push_scope(&mut q, query, "");
-        Ok(match self.rows(q).await?.first() {
-            Some(row) => row.req_int("n")?,
-            None => 0,
-        })
+        self.count(q).await
     }
 
     /// Whether, across runs, the first page of a search that gathers many
@@ -465,10 +462,7 @@ impl<DB: Dialect> Reader<DB> {
         // Tested on each of the few traces, not joined to every matching document
         // (PostgreSQL's choice: 52 ms for 64 traces, `"I cannot"` over 1M).
         q.push(DB::PER_ROW).push(")");
-        Ok(match self.rows(q).await?.first() {
-            Some(row) => usize::try_from(row.req_int("n")?).unwrap_or(0),
-            None => 0,
-        })
+        self.count_usize(q).await
     }
 
     /// The traces whose bodies match, read from the index within the list's scope.
@@ -478,10 +472,7 @@ impl<DB: Dialect> Reader<DB> {
         let mut q = Sql::new("SELECT COUNT(*) AS n FROM (SELECT 1 AS one ");
         DB::push_index_matching(&mut q, search);
         q.push(format!(" LIMIT {}) c", MAX_DOCS_GATHERED + 1));
-        let matching = match self.rows(q).await?.first() {
-            Some(row) => usize::try_from(row.req_int("n")?).unwrap_or(0),
-            None => 0,
-        };
+        let matching = self.count_usize(q).await?;
         if matching > MAX_DOCS_GATHERED {
             return Ok(TextTraces::Common);
         }

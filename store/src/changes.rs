@@ -101,11 +101,7 @@ impl<DB: Dialect> Reader<DB> {
         let mut q = Sql::new("SELECT COUNT(*) AS n");
         from(&mut q, terms, "", "1 = 1");
         push_conditions(&mut q, query, terms);
-        side.traces = self
-            .rows(q)
-            .await?
-            .first()
-            .map_or(Ok(0), |r| r.req_int("n"))? as f64;
+        side.traces = self.count(q).await? as f64;
         if side.traces == 0.0 {
             return Ok(side);
         }

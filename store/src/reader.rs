@@ -221,6 +221,20 @@ impl<DB: Dialect> Reader<DB> {
         Ok(self.rows(q).await?.into_iter().next())
     }
 
+    /// The `n` of a `SELECT COUNT(*) AS n …` (or of any one-row total); 0 when it
+    /// answers no row.
+    pub(super) async fn count(&self, q: Sql<'_, DB>) -> StoreResult<i64> {
+        match self.row(q).await? {
+            Some(row) => row.req_int("n"),
+            None => Ok(0),
+        }
+    }
+
+    /// [`Self::count`] as a size.
+    pub(super) async fn count_usize(&self, q: Sql<'_, DB>) -> StoreResult<usize> {
+        Ok(usize::try_from(self.count(q).await?).unwrap_or(0))
+    }
+
     /// A trace's opened spans with their bodies, for `rows::span_detail`; a caller
     /// may add conditions and an order.
     fn opened_spans<'a>(run_id: &'a str, trace_id: &'a str) -> Sql<'a, DB> {

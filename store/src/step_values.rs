@@ -243,10 +243,7 @@ impl<DB: Dialect> Reader<DB> {
                 .push(")");
         }
         steps.push_range(&mut q, "a", true);
-        match self.rows(q).await?.first() {
-            Some(row) => row.req_int("n"),
-            None => Ok(0),
-        }
+        self.count(q).await
     }
 }
 

@@ -82,10 +82,7 @@ impl<DB: Dialect> Reader<DB> {
         q.push("traces t JOIN runs r ON r.run_id = t.run_id WHERE 1 = 1");
         push_conditions(&mut q, query, terms);
         q.push(format!(" LIMIT {}) c", MATCH_COUNT_LIMIT + 1));
-        match self.rows(q).await?.first() {
-            Some(row) => row.req_int("n"),
-            None => Ok(0),
-        }
+        self.count(q).await
     }
 
     /// Sorts by a column of the summary (last update, duration, spans…).
