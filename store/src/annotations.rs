@@ -15,7 +15,7 @@ use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::run_writes::select_project;
-use super::statements::push_values;
+use super::statements::push_rows;
 use super::{StoreError, StoreResult};
 
 /// The columns an [`Annotation`] is read from.
@@ -263,19 +263,24 @@ impl<DB: Dialect> Reader<DB> {
 
 impl<DB: Dialect> Reader<DB> {
     /// Gives each trace of a page its chips: its annotations grouped by name and
-    /// value, the most said first, at most [`MAX_CHIPS`]. One query a page.
+    /// value, the most said first, at most [`MAX_CHIPS`]. One query a page, that
+    /// starts from the page's keys: as `(run_id, trace_id) IN (VALUES …)`, SQLite
+    /// read every annotation of the store for each page (20 ms a list at 200,000).
     pub(super) async fn add_chips(&self, traces: &mut [TraceSummary]) -> StoreResult<()> {
         if traces.is_empty() {
             return Ok(());
         }
         let mut q = Sql::<DB>::new(
-            "SELECT run_id, trace_id, name, kind, number, text, COUNT(*) AS n \
-             FROM annotations WHERE (run_id, trace_id) IN (",
+            "SELECT a.run_id AS run_id, a.trace_id AS trace_id, a.name AS name, \
+             a.kind AS kind, a.number AS number, a.text AS text, COUNT(*) AS n FROM (",
         );
-        push_values(&mut q, traces.iter(), |t| {
+        push_rows(&mut q, traces.iter(), |t| {
             [t.run_id.as_str().into(), t.trace_id.as_str().into()]
         });
-        q.push(") GROUP BY run_id, trace_id, name, kind, number, text");
+        q.push(
+            ") AS k JOIN annotations a ON a.run_id = k.column1 AND a.trace_id = k.column2 \
+             GROUP BY a.run_id, a.trace_id, a.name, a.kind, a.number, a.text",
+        );
         let rows = self.rows(q).await?;
         if rows.is_empty() {
             return Ok(());

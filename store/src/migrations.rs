@@ -129,6 +129,11 @@ const SQLITE: Embedded = Embedded(&[
         "failed span names",
         include_str!("../migrations/sqlite/0023_failed_span_names.sql"),
     ),
+    (
+        24,
+        "failed span name index",
+        include_str!("../migrations/sqlite/0024_failed_span_name_index.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -251,6 +256,11 @@ const POSTGRES: Embedded = Embedded(&[
         24,
         "failed span names",
         include_str!("../migrations/postgres/0024_failed_span_names.sql"),
+    ),
+    (
+        25,
+        "failed span name index",
+        include_str!("../migrations/postgres/0025_failed_span_name_index.sql"),
     ),
 ]);
 

@@ -9,6 +9,7 @@ use treeline_wire::{SpanStatus, TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
 use super::body_text::BodySearch;
 use super::dialect::{Dialect, Sql};
+use super::filter_terms::looked_up_span_filters;
 use super::reader::{Keyset, Reader};
 use super::rows::{self, DbRow, TRACE_COLUMNS};
 use super::search::{push_driver, push_driver_join, push_terms, Term};
@@ -380,7 +381,7 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
         let answered = terms.iter().any(|term| term.answers(filter));
         if !matches!(filter.field, Field::Span(_)) && !answered {
             q.push(" AND ");
-            push_filter(q, filter);
+            push_filter(q, filter, query.run_id.is_none());
         }
     }
     push_span_conditions(q, query);
@@ -403,8 +404,17 @@ fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQu
         q.push(" AND t.error_count > 0");
     }
     if span_filters.clone().any(|(f, t)| !is_failed_span(f, t)) {
+        // Across runs, when the span lookup tested every span filter and found
+        // too many traces to list, a probe for each trace read, as written
+        // (`DB::PER_ROW`): a walk newest first soon fills a page. PostgreSQL
+        // otherwise walked the project's failed traces in two workers beside its
+        // own, each filling a page, and probed 8,214 traces for 51 (56 ms,
+        // against 19). With a filter the lookup did not test, the planner
+        // chooses: a rare combination is best found from the spans.
+        let per_row = query.run_id.is_none()
+            && looked_up_span_filters(query).len() == span_filters.clone().count();
         q.push(" AND ");
-        push_span_filters(q, query.run_id.as_deref(), &query.filters);
+        push_span_filters(q, query.run_id.as_deref(), &query.filters, per_row);
     }
 }
 
@@ -426,6 +436,7 @@ fn push_span_filters<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: Option<&'a str>,
     filters: &'a [TraceFilter],
+    per_row: bool,
 ) {
     match run_id {
         Some(run_id) => {
@@ -445,7 +456,7 @@ fn push_span_filters<'a, DB: Dialect>(
             push_span_filter(q, field, &filter.test);
         }
     }
-    q.push(")");
+    q.push(if per_row { DB::PER_ROW } else { "" }).push(")");
 }
 
 /// Pushes the condition of one span filter, on `s`, a span of the trace.
@@ -567,7 +578,12 @@ fn push_member_compare<'a, DB: Dialect>(
 
 /// An annotation of the trace or of one of its spans, named `name`, by anyone, that
 /// passes `test`: a lookup in the trace's annotations (its key's first columns).
-fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test) {
+/// Across runs, one lookup for each trace read, as written (`DB::PER_ROW`): the
+/// filter's own lookup found too many traces to list, so a walk newest first soon
+/// fills a page. PostgreSQL, guessing few, otherwise gathered every matching
+/// annotation first (25,000 of them, 456 ms on `bench query`'s million traces,
+/// against 11 ms for the walk).
+fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test, per_row: bool) {
     // By the primary key (run, trace, …): SQLite otherwise took the index by run and
     // name, and read every annotation of the name in the run for each trace (1.1 s
     // for a run's count on `bench query`, 26 ms by the key).
@@ -578,7 +594,7 @@ fn push_note<'a, DB: Dialect>(q: &mut Sql<'a, DB>, name: &'a str, test: &'a Test
     ))
     .bind(name);
     push_note_test(q, test);
-    q.push(")");
+    q.push(if per_row { DB::PER_ROW } else { "" }).push(")");
 }
 
 /// ` AND` the test of annotation `a`'s value, when there is one (not for `exists`).
@@ -629,7 +645,9 @@ pub(super) fn total(t: Total) -> &'static str {
 }
 
 /// Pushes the condition of one trace filter (on `t`, the traces table).
-fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
+/// `across_runs`: the list walks a project's (or every project's) traces, and
+/// probes of other tables are made for each trace it reads (see [`push_note`]).
+fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter, across_runs: bool) {
     match (&filter.field, &filter.test) {
         (Field::Total(t), Test::Exists) => {
             q.push(format!("{} IS NOT NULL", total(*t)));
@@ -646,9 +664,9 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter) {
             })
         }
         (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
-        (Field::Note(name), test) => push_note(q, name, test),
+        (Field::Note(name), test) => push_note(q, name, test, across_runs),
         // `push_conditions` puts a list's span filters in one condition.
-        (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter)),
+        (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter), false),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::common::on_both;
 use crate::common::{close, open, run, with, write};
 use serde_json::{json, Value};
 use treeline_server::store::{Cursor, TraceQuery, TraceSort};
+use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source};
 use treeline_wire::filter::TraceFilter;
 use treeline_wire::{RunUpsert, SpanKind, SpanStatus};
 
@@ -680,6 +681,82 @@ async fn traces_sort_by_a_numeric_attribute_and_page_without_gaps(s: S) {
 
 /// The trace ids of every page of `query`, following its cursors.
 /// The ids of every page's traces, sorted.
+/// Across a project, a failed span's name and a note that more traces pass than a
+/// filter's lookup lists (2,000): the list walks the project's traces and probes
+/// each, and its pages hold exactly the passing traces, each once.
+async fn filters_too_common_to_list_page_through_every_match_across_a_project(s: S) {
+    run(&s, "r1").await;
+    run(&s, "r2").await;
+    let traces = 4_200;
+    let passing = |i: usize| i.is_multiple_of(2);
+    for run_id in ["r1", "r2"] {
+        let mut events = Vec::new();
+        for i in (0..traces).filter(|i| (i % 4 < 2) == (run_id == "r1")) {
+            let t = format!("t{i}");
+            let at = i as i64;
+            events.push(open(&t, "root", None, "rollout", at));
+            events.push(with(
+                open(&t, "call", Some("root"), "tool", at),
+                json!({"name": "search"}),
+            ));
+            // A failed `search` in half the traces; the others fail elsewhere.
+            let (search, root) = if passing(i) {
+                ("error", "ok")
+            } else {
+                ("ok", "error")
+            };
+            events.push(close(&t, "call", search, at + 1));
+            events.push(close(&t, "root", root, at + 2));
+        }
+        for chunk in events.chunks(2_000) {
+            write(&s, run_id, chunk).await;
+        }
+    }
+    let author = Author {
+        key_id: "k1".into(),
+        name: "k1's key".into(),
+    };
+    for i in (0..traces).filter(|i| passing(*i)) {
+        let label = NoteWrite {
+            span_id: None,
+            name: "label".into(),
+            value: NoteValue::Text("looped".into()),
+            comment: None,
+        };
+        let run_id = if i % 4 < 2 { "r1" } else { "r2" };
+        s.annotate(run_id, &format!("t{i}"), &label, &author, Source::Person, 1)
+            .await
+            .expect("annotate");
+    }
+    let mut want: Vec<String> = (0..traces)
+        .filter(|i| passing(*i))
+        .map(|i| format!("t{i}"))
+        .collect();
+    want.sort();
+    for filters in [
+        &["span.name = search", "span.status = error"][..],
+        &["note.label = looped"],
+        &[
+            "note.label = looped",
+            "span.name = search",
+            "span.status = error",
+        ],
+    ] {
+        let query = TraceQuery {
+            project: Some("proj".into()),
+            filters: filters
+                .iter()
+                .map(|f| TraceFilter::parse(f).expect("a valid filter"))
+                .collect(),
+            limit: 500,
+            ..Default::default()
+        };
+        let seen = every_id_sorted(s.clone(), query).await;
+        assert_eq!(seen.len(), want.len(), "{filters:?}");
+        assert!(seen == want, "{filters:?}: not the passing traces");
+    }
+}
+
 async fn every_id_sorted(s: S, query: TraceQuery) -> Vec<String> {
     let mut ids = every_page(&s, query).await;
     ids.sort();
@@ -828,4 +905,5 @@ on_both!(tokio::test, |t| t.store.clone();
     attribute_keys_give_types_counts_ranges_and_common_values,
     a_first_page_counts_its_matches,
     traces_sort_by_a_numeric_attribute_and_page_without_gaps,
+    filters_too_common_to_list_page_through_every_match_across_a_project,
 );
