@@ -4,8 +4,10 @@
 //! a tsvector column under a GIN index. The server folds the words itself
 //! (`treeline_wire::text`), so both databases hold exactly the same ones.
 
+use std::fmt::Write as _;
+
 use sqlx::{Pool, Postgres, Sqlite};
-use treeline_wire::text::{indexed_words, BodyField, TextQuery};
+use treeline_wire::text::{indexed_text, BodyField, TextQuery};
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::dialect::{Arg, Dialect, Sql};
@@ -16,12 +18,12 @@ use super::statements::{push_rows, push_values};
 use super::{StoreResult, TraceQuery};
 use crate::ingest::SpanWrite;
 
-/// One body's document: its span, which body, and its words.
+/// One body's document: its span, which body, and its words (separated by spaces).
 pub struct Doc<'a> {
     trace_id: &'a str,
     span_id: &'a str,
     field: BodyField,
-    words: Vec<String>,
+    words: String,
 }
 
 /// Documents per statement (four arguments each).
@@ -53,7 +55,7 @@ pub(super) fn docs(spans: &[SpanWrite]) -> Vec<Doc<'_>> {
 /// A body's document, if it holds words. A body without words (numbers, flags)
 /// needs none: a body is written once, so there is no older one to replace.
 fn doc<'a>(trace_id: &'a str, span_id: &'a str, field: BodyField, json: &str) -> Option<Doc<'a>> {
-    let words = indexed_words(json);
+    let words = indexed_text(json);
     (!words.is_empty()).then_some(Doc {
         trace_id,
         span_id,
@@ -95,7 +97,7 @@ pub(super) fn sqlite_upsert<'a>(
         [
             d.trace_id.into(),
             d.span_id.into(),
-            Arg::Owned(d.words.join(" ")),
+            d.words.as_str().into(),
             d.field.number().into(),
         ]
     });
@@ -124,9 +126,10 @@ pub(super) fn postgres_upsert<'a>(
         scope_token('p', project)
     );
     push_rows(q, docs, |d| {
-        let mut vector = String::with_capacity(d.words.iter().map(|w| w.len() + 10).sum());
-        for (i, word) in d.words.iter().enumerate() {
-            vector.push_str(&format!("'{word}':{} ", i + 1));
+        let mut vector = String::with_capacity(d.words.len() * 2 + scope.len());
+        for (i, word) in d.words.split(' ').enumerate() {
+            // Writing to a String cannot fail.
+            let _ = write!(vector, "'{word}':{} ", i + 1);
         }
         vector.push_str(&scope);
         [

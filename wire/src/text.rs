@@ -29,13 +29,20 @@ pub const MAX_TEXT_WORDS: usize = 16;
 
 /// The words of `text`: each one's byte range in `text` and its folded form.
 pub fn words(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
+    word_ranges(text).map(|range| {
+        let word = fold(&text[range.clone()]);
+        (range, word)
+    })
+}
+
+/// The byte ranges of the words of `text`, before folding.
+fn word_ranges(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     let mut rest = text.char_indices().peekable();
     std::iter::from_fn(move || loop {
         let (start, first) = *rest.peek()?;
         if is_cjk(first) {
             rest.next();
-            let end = start + first.len_utf8();
-            return Some((start..end, fold(&text[start..end])));
+            return Some(start..start + first.len_utf8());
         }
         let mut end = start;
         let mut chars = 0;
@@ -52,7 +59,7 @@ pub fn words(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
             continue;
         }
         if chars <= MAX_WORD_CHARS {
-            return Some((start..end, fold(&text[start..end])));
+            return Some(start..end);
         }
     })
 }
@@ -60,20 +67,33 @@ pub fn words(text: &str) -> impl Iterator<Item = (Range<usize>, String)> + '_ {
 /// A character of a script written without spaces between words: Han ideographs,
 /// kana and Hangul syllables. Each is a word of its own.
 fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30FF}'     // hiragana, katakana
-        | '\u{31F0}'..='\u{31FF}'   // katakana phonetic extensions
-        | '\u{3400}'..='\u{4DBF}'   // Han, extension A
-        | '\u{4E00}'..='\u{9FFF}'   // Han, unified
-        | '\u{AC00}'..='\u{D7AF}'   // Hangul syllables
-        | '\u{F900}'..='\u{FAFF}'   // Han, compatibility
-        | '\u{FF66}'..='\u{FF9F}'   // half-width katakana
-        | '\u{20000}'..='\u{3134F}' // Han, extensions B to G
-    )
+    // Most text is below the first of these ranges: one comparison, not sixteen.
+    c >= '\u{3040}'
+        && matches!(c,
+            '\u{3040}'..='\u{30FF}'     // hiragana, katakana
+            | '\u{31F0}'..='\u{31FF}'   // katakana phonetic extensions
+            | '\u{3400}'..='\u{4DBF}'   // Han, extension A
+            | '\u{4E00}'..='\u{9FFF}'   // Han, unified
+            | '\u{AC00}'..='\u{D7AF}'   // Hangul syllables
+            | '\u{F900}'..='\u{FAFF}'   // Han, compatibility
+            | '\u{FF66}'..='\u{FF9F}'   // half-width katakana
+            | '\u{20000}'..='\u{3134F}' // Han, extensions B to G
+        )
 }
 
 fn fold(word: &str) -> String {
-    word.chars().flat_map(char::to_lowercase).collect()
+    let mut out = String::with_capacity(word.len());
+    fold_into(word, &mut out);
+    out
+}
+
+/// Appends `word`, folded, to `out`.
+fn fold_into(word: &str, out: &mut String) {
+    if word.is_ascii() {
+        out.extend(word.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+    } else {
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
 }
 
 /// The string values of a stored body (compact JSON), in document order; text that
@@ -98,15 +118,33 @@ pub fn body_strings(json: &str) -> Vec<String> {
 /// The folded words of a stored body that the index holds, at most
 /// [`MAX_INDEXED_WORDS`] and [`MAX_INDEXED_BYTES`].
 pub fn indexed_words(json: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut bytes = 0;
+    indexed_text(json)
+        .split(' ')
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// [`indexed_words`] as one string, the words separated by single spaces (a word
+/// holds none), as ingest writes them: a string a word, then joined, was most of
+/// the cost of an English body's words.
+pub fn indexed_text(json: &str) -> String {
+    let mut out = String::new();
+    let (mut count, mut bytes) = (0, 0);
     for s in body_strings(json) {
-        for (_, word) in words(&s) {
-            bytes += word.len();
-            if out.len() == MAX_INDEXED_WORDS || bytes > MAX_INDEXED_BYTES {
+        for range in word_ranges(&s) {
+            let before = out.len();
+            if before > 0 {
+                out.push(' ');
+            }
+            let start = out.len();
+            fold_into(&s[range], &mut out);
+            bytes += out.len() - start;
+            if count == MAX_INDEXED_WORDS || bytes > MAX_INDEXED_BYTES {
+                out.truncate(before);
                 return out;
             }
-            out.push(word);
+            count += 1;
         }
     }
     out
@@ -480,6 +518,19 @@ mod tests {
         let json = r#"{"messages":[{"role":"user","content":"Why?"}],"n":42,"ok":"Yes"}"#;
         assert_eq!(indexed_words(json), ["user", "why", "yes"]);
         assert_eq!(indexed_words("\"plain text\""), ["plain", "text"]);
+    }
+
+    #[test]
+    fn a_long_body_indexes_its_first_words_up_to_the_limits() {
+        let many = serde_json::Value::String("Word ".repeat(MAX_INDEXED_WORDS + 5)).to_string();
+        let text = indexed_text(&many);
+        assert_eq!(text.split(' ').count(), MAX_INDEXED_WORDS);
+        assert!(text.starts_with("word word") && text.ends_with("word"));
+        // 64-letter words: the bytes run out first.
+        let long = format!("{} ", "x".repeat(MAX_WORD_CHARS)).repeat(5_000);
+        let text = indexed_text(&serde_json::Value::String(long).to_string());
+        assert_eq!(text.split(' ').count(), MAX_INDEXED_BYTES / MAX_WORD_CHARS);
+        assert!(text.ends_with('x'));
     }
 
     #[test]
