@@ -404,12 +404,12 @@ fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQu
         q.push(" AND t.error_count > 0");
     }
     if span_filters.clone().any(|(f, t)| !is_failed_span(f, t)) {
-        // Across runs, when the span lookup tested every span filter and found
-        // too many traces to list, a probe for each trace read, as written
-        // (`DB::PER_ROW`): a walk newest first soon fills a page. PostgreSQL
-        // otherwise walked the project's failed traces in two workers beside its
-        // own, each filling a page, and probed 8,214 traces for 51 (56 ms,
-        // against 19). With a filter the lookup did not test, the planner
+        // Across runs, when the span lookup tests every span filter (so it either
+        // listed their traces or found too many to list), a probe for each trace
+        // read, as written (`DB::PER_ROW`): a walk newest first soon fills a page.
+        // PostgreSQL otherwise walked the project's failed traces in two workers
+        // beside its own, each filling a page, and probed 8,214 traces for 51
+        // (56 ms, against 19). With a filter the lookup did not test, the planner
         // chooses: a rare combination is best found from the spans.
         let per_row = query.run_id.is_none()
             && looked_up_span_filters(query).len() == span_filters.clone().count();
