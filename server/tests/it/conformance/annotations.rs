@@ -242,10 +242,7 @@ async fn matching(s: &S, filters: &[&str]) -> Vec<String> {
     let query = TraceQuery {
         run_id: Some("r1".into()),
         limit: 50,
-        filters: filters
-            .iter()
-            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-            .collect(),
+        filters: super::filters(filters),
         ..Default::default()
     };
     let mut ids: Vec<String> = s

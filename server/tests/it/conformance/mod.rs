@@ -8,6 +8,13 @@ use treeline_server::store::Store;
 
 type S = Arc<dyn Store>;
 
+/// Each filter of a test's list, as a request's `filter=` parameters give them.
+fn filters(raw: &[impl AsRef<str>]) -> Vec<treeline_wire::filter::TraceFilter> {
+    raw.iter()
+        .map(|f| treeline_wire::filter::TraceFilter::parse(f.as_ref()).expect("a valid filter"))
+        .collect()
+}
+
 mod annotations;
 mod batches;
 mod ingest_rules;

@@ -7,7 +7,6 @@ use crate::common::{close, open, run, with, write};
 use serde_json::json;
 use treeline_server::store::{StoreError, TraceQuery};
 use treeline_wire::changes::{ChangeKind, ChangesQuery};
-use treeline_wire::filter::TraceFilter;
 use treeline_wire::groups::GroupsQuery;
 use treeline_wire::stats::StatsQuery;
 
@@ -16,10 +15,7 @@ use super::S;
 fn traces(filters: &[String]) -> TraceQuery {
     TraceQuery {
         run_id: Some("r1".into()),
-        filters: filters
-            .iter()
-            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-            .collect(),
+        filters: super::filters(filters),
         limit: 500,
         ..Default::default()
     }

@@ -330,10 +330,7 @@ async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
 /// The same, in `scope` (a run or a project).
 async fn matching_in(s: &S, scope: TraceQuery, filters: &[&str]) -> Vec<i64> {
     let query = TraceQuery {
-        filters: filters
-            .iter()
-            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-            .collect(),
+        filters: super::filters(filters),
         limit: 100,
         ..scope
     };
@@ -744,10 +741,7 @@ async fn filters_too_common_to_list_page_through_every_match_across_a_project(s:
     ] {
         let query = TraceQuery {
             project: Some("proj".into()),
-            filters: filters
-                .iter()
-                .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-                .collect(),
+            filters: super::filters(filters),
             limit: 500,
             ..Default::default()
         };
@@ -779,10 +773,7 @@ async fn a_first_page_counts_its_matches(s: S) {
     attribute_run(&s).await;
     let page = |filters: &[&str], limit: usize, cursor: Option<Cursor>| TraceQuery {
         run_id: Some("r1".into()),
-        filters: filters
-            .iter()
-            .map(|f| TraceFilter::parse(f).expect("a valid filter"))
-            .collect(),
+        filters: super::filters(filters),
         limit,
         cursor,
         ..Default::default()
