@@ -2,7 +2,6 @@
 //! so the keyboard and the loaders can be tested without a browser.
 
 use std::collections::{HashMap, HashSet};
-use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use treeline_wire::limits::SPAN_PAGE;
@@ -284,24 +283,21 @@ impl Tree {
         rows
     }
 
-    /// The rows in `range` of `rows` with their spans: only these are cloned, however
-    /// many rows the tree has.
-    pub(super) fn drawn(&self, rows: &[Row], range: Range<usize>) -> Vec<Drawn> {
-        let end = range.end.min(rows.len());
-        let start = range.start.min(end);
-        rows[start..end]
-            .iter()
-            .zip(start..)
-            .map(|(row, i)| {
-                let node = match row {
-                    Row::Node { id, .. } => self.node(id).cloned(),
-                    // The jump bar shows its node's child count.
-                    Row::Jump { parent, .. } => self.node(parent).cloned(),
-                    _ => None,
-                };
-                (i, row.clone(), node)
-            })
-            .collect()
+    /// Row `i` of `rows` with its span (a span row's, or a jump bar's node), borrowed:
+    /// a kept element compares it with what it shows before cloning anything.
+    pub(super) fn row_at<'a>(
+        &'a self,
+        rows: &'a [Row],
+        i: usize,
+    ) -> Option<(&'a Row, Option<&'a SpanNode>)> {
+        let row = rows.get(i)?;
+        let node = match row {
+            Row::Node { id, .. } => self.node(id),
+            // The jump bar shows its node's child count.
+            Row::Jump { parent, .. } => self.node(parent),
+            _ => None,
+        };
+        Some((row, node))
     }
 
     fn walk(&self, parent: &str, depth: usize, rows: &mut Vec<Row>) {
@@ -433,14 +429,13 @@ mod tests {
         tree.add_page("root", vec![node("a", 0), node("b", 0)], None);
         let rows = tree.rows();
         assert_eq!(rows.len(), 4);
-        let drawn = tree.drawn(&rows, 2..9);
-        let got: Vec<_> = drawn
-            .iter()
-            .map(|(i, _, n)| (*i, n.as_ref().map(|n| n.span_id.as_str())))
+        let got: Vec<_> = (2..9)
+            .map_while(|i| tree.row_at(&rows, i))
+            .map(|(_, n)| n.map(|n| n.span_id.as_str()))
             .collect();
         // b, then the roots' "load more", which has no span.
-        assert_eq!(got, [(2, Some("b")), (3, None)]);
-        assert!(tree.drawn(&rows, 7..9).is_empty());
+        assert_eq!(got, [Some("b"), None]);
+        assert!(tree.row_at(&rows, 7).is_none());
     }
 
     fn ids(tree: &Tree, parent: &str) -> Vec<String> {

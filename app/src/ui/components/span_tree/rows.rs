@@ -4,9 +4,9 @@
 
 use leptos::prelude::*;
 use leptos::tachys::html::attribute::custom::custom_attribute;
-use treeline_wire::{SpanNode, SpanStatus};
 
 use super::model::{Drawn, Lens, Row, Tree};
+use super::node_row::NodeRow;
 use super::window::place;
 use crate::ui::format;
 
@@ -31,7 +31,7 @@ pub(super) struct RowCtx {
 /// One kept row element: it shows whichever row of the slice falls to it. A span
 /// row stays the same elements as the spans it shows change (a scroll sets their
 /// text and attributes); the rarer rows are drawn afresh.
-pub(super) fn slot(item: Memo<Option<Drawn>>, ctx: RowCtx) -> impl IntoView {
+pub(super) fn slot(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoView {
     let is_span = Memo::new(move |_| {
         item.with(|d| {
             d.as_ref()
@@ -75,90 +75,6 @@ fn draw((index, row, node): Drawn, ctx: RowCtx) -> AnyView {
             depth,
             before,
         } => view! { <EarlierRow parent depth before index on_earlier=ctx.on_earlier/> }.into_any(),
-    }
-}
-
-/// A span's row, following the span its element shows (`item`).
-#[component]
-fn NodeRow(item: Memo<Option<Drawn>>, ctx: RowCtx) -> impl IntoView {
-    let RowCtx {
-        axis,
-        tree,
-        selected,
-        focused,
-        on_toggle,
-        on_select,
-        ..
-    } = ctx;
-    let node = Memo::new(move |_| item.with(|d| d.as_ref().and_then(|(_, _, n)| n.clone())));
-    let place_at = Memo::new(move |_| {
-        item.with(|d| match d {
-            Some((index, Row::Node { depth, .. }, _)) => (*index, *depth),
-            _ => (0, 0),
-        })
-    });
-    let id = Memo::new(move |_| {
-        node.with(|n| n.as_ref().map(|n| n.span_id.clone()))
-            .unwrap_or_default()
-    });
-    // One field of the span shown.
-    let field = move |f: fn(&SpanNode) -> String| {
-        move || node.with(|n| n.as_ref().map(f)).unwrap_or_default()
-    };
-    let has_children =
-        Memo::new(move |_| node.with(|n| n.as_ref().is_some_and(|n| n.child_count > 0)));
-    let expanded = Memo::new(move |_| id.with(|id| tree.with(|t| t.is_expanded(id))));
-    let is_selected = move || id.with(|id| selected.with(|s| s.as_deref() == Some(id.as_str())));
-    let is_focused = move || id.with(|id| focused.with(|f| f.as_deref() == Some(id.as_str())));
-    let bar = move || {
-        let (t0, t1) = axis.get();
-        let Some((start, end)) = node.with(|n| n.as_ref().map(|n| (n.start_us, n.end_us))) else {
-            return String::new();
-        };
-        let span = (t1 - t0).max(1) as f64;
-        let left = ((start - t0) as f64 / span * 100.0).clamp(0.0, 100.0);
-        let width = ((end.unwrap_or(t1) - start) as f64 / span * 100.0).clamp(0.0, 100.0 - left);
-        format!("left: {left:.2}%; width: {width:.2}%")
-    };
-    let duration = |n: &SpanNode| match n.duration_us {
-        Some(d) => format::duration(d),
-        None if n.status == SpanStatus::Running => "running".into(),
-        None => "—".into(),
-    };
-    let failed_below = Memo::new(move |_| node.with(|n| n.as_ref().map_or(0, |n| n.error_count)));
-    let orphan = Memo::new(move |_| node.with(|n| n.as_ref().is_some_and(|n| n.orphan)));
-    view! {
-        <div
-            role="treeitem"
-            id=move || format!("node-{}", id.get())
-            {..custom_attribute("aria-level", move || (place_at.get().1 + 1).to_string())}
-            aria-expanded=move || has_children.get().then(|| expanded.get().to_string())
-            aria-selected=move || is_selected().to_string()
-            class:focused=is_focused
-            style=move || { let (index, depth) = place_at.get(); place(index, depth, 4) }
-            on:click=move |_| on_select.run(id.get_untracked())
-        >
-            {move || if has_children.get() {
-                view! {
-                    <button type="button" class="toggle" tabindex="-1" aria-hidden="true"
-                        on:click=move |ev| { ev.stop_propagation(); on_toggle.run(id.get_untracked()); }>
-                        {move || if expanded.get() { "▾" } else { "▸" }}
-                    </button>
-                }.into_any()
-            } else {
-                view! { <span class="toggle"></span> }.into_any()
-            }}
-            <span class=field(|n| format!("dot status-{}", n.status.as_str())) title=field(|n| n.status.label().to_string())></span>
-            <span class="kind">{field(|n| n.kind.as_str().to_string())}</span>
-            <span class="node-name" title=field(|n| n.name.clone())>{field(|n| n.name.clone())}</span>
-            {move || orphan.get().then(|| view! { <span class="note" title="its parent has not arrived">"orphan"</span> })}
-            {move || (failed_below.get() > 0).then(|| view! { <span class="below">{format!("{} failed below", failed_below.get())}</span> })}
-            {move || has_children.get().then(|| view! { <span class="children">{field(|n| format::children(n.child_count))}</span> })}
-            <span class="bar-track" aria-hidden="true">
-                <span class=field(|n| format!("bar status-{}", n.status.as_str())) style=bar></span>
-            </span>
-            <span class="dur">{field(duration)}</span>
-        </div>
     }
 }
 

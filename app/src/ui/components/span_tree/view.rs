@@ -9,6 +9,7 @@ use super::live;
 use super::load::Loader;
 use super::model::{Row, Seed, Tree};
 use super::rows::{self, RowCtx};
+use super::slots::{self, Slots};
 use super::viewport::Viewport;
 use super::window::{self, ROW};
 use crate::ui::api::ApiError;
@@ -109,19 +110,22 @@ fn TreeView(
             Step::Stay => {}
         }
     };
-    let drawn = Memo::new(move |_| {
-        let range = slice.get();
-        rows.with(|all| tree.with(|t| t.drawn(all, range)))
-    });
     // Row elements are kept and reused: row i is drawn by element i % slots, so a
     // scroll sets the text of the rows that came into view instead of building them.
     let slots = viewport.slots();
+    let kept = Slots::new();
+    Effect::new(move |_| {
+        let (range, n) = (slice.get(), slots.get());
+        rows.with(|rows| tree.with(|t| kept.update(t, rows, range, n)));
+    });
     let slot = move |slot: usize| {
-        let item = Memo::new(move |_| {
-            let n = slots.get();
-            drawn.with(|d| {
-                let first = d.first().map_or(0, |(i, ..)| *i);
-                d.get(window::slot_of(slot, n, first)).cloned()
+        let item = kept.item(slot, || {
+            let (range, n) = (slice.get_untracked(), slots.get_untracked());
+            rows.with_untracked(|rows| {
+                tree.with_untracked(|t| {
+                    slots::shown_by(t, rows, range, n, slot)
+                        .map(|(i, row, node)| (i, row.clone(), node.cloned()))
+                })
             })
         });
         rows::slot(item, ctx)

@@ -38,8 +38,14 @@ impl Viewport {
         self.measure(&el);
     }
 
+    /// Sets the height only when it changed: a set, even to the same value, marks
+    /// everything drawn from it to be checked (a profile: a fifth of a scroll's
+    /// handler).
     fn measure(self, el: &leptos::web_sys::Element) {
-        self.height.set(f64::from(el.client_height()).max(200.0));
+        let height = f64::from(el.client_height()).max(200.0);
+        if self.height.get_untracked() != height {
+            self.height.set(height);
+        }
     }
 
     /// The rows to draw, of `len`. A memo, so a scroll within the drawn margin
