@@ -205,7 +205,6 @@ impl Parts {
             kind.set_text_content(Some(new.kind));
         }
         if changed(|s| &s.name) {
-            set(&name, "title", &new.name);
             name.set_text_content(Some(&new.name));
         }
         if old.is_none_or(|o| o.orphan != new.orphan) {
@@ -244,29 +243,25 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
         on_select,
         ..
     } = ctx;
-    // Each a memo: a new selection, or a page that changes the tree, reruns the
-    // rows whose answer changed, not every row.
-    let is = move |which: Signal<Option<String>>| {
-        Memo::new(move |_| {
-            item.with(|d| span_id(d).is_some_and(|id| which.with(|w| w.as_deref() == Some(id))))
-        })
-    };
-    let (is_selected, is_focused) = (is(selected.into()), is(focused.into()));
+    // A memo: a page read changes the tree, and reruns only the rows whose answer
+    // changed. A new selection or focus reruns every row, and a scroll none.
     let expanded = Memo::new(move |_| {
         item.with(|d| span_id(d).is_some_and(|id| tree.with(|t| t.is_expanded(id))))
     });
-    let state = move || State {
-        expanded: expanded.get(),
-        selected: is_selected.get(),
-        focused: is_focused.get(),
-        axis: axis.get(),
+    let state = move |id: Option<&str>| {
+        let is = |which: Option<&str>| which.is_some() && which == id;
+        State {
+            expanded: expanded.get(),
+            selected: selected.with(|s| is(s.as_deref())),
+            focused: focused.with(|f| is(f.as_deref())),
+            axis: axis.get(),
+        }
     };
-    let first = untrack(|| item.with(|d| Shown::of(d, &state()))).unwrap_or_default();
+    let first = untrack(|| item.with(|d| Shown::of(d, &state(span_id(d))))).unwrap_or_default();
     let parts = Parts::new();
     // In the browser only: the server draws the first span, and hydration keeps it.
     Effect::new(move |old: Option<Option<Shown>>| {
-        let state = state();
-        let new = item.with(|d| Shown::of(d, &state))?;
+        let new = item.with(|d| Shown::of(d, &state(span_id(d))))?;
         // Not yet mounted: nothing written, so the next run writes it all.
         parts.row.get()?;
         parts.write(old.flatten().as_ref(), &new);
@@ -311,7 +306,7 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
             </button>
             <span class=first.dot_class title=first.status node_ref=parts.dot></span>
             <span class="kind" node_ref=parts.kind>{first.kind}</span>
-            <span class="node-name" title=first.name.clone() node_ref=parts.name>{name}</span>
+            <span class="node-name" node_ref=parts.name>{name}</span>
             <span class="note" title="its parent has not arrived" hidden=!first.orphan node_ref=parts.orphan>"orphan"</span>
             <span class="below" hidden=no_below node_ref=parts.below>{first.below}</span>
             <span class="children" hidden=no_children node_ref=parts.children>{first.children}</span>

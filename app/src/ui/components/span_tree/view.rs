@@ -143,6 +143,7 @@ fn TreeView(
             aria-activedescendant=move || active_row(focused, rows, slice)
             style="height: calc(100% - 42px); overflow: auto;"
             on:scroll=move |ev| viewport.on_scroll(&ev)
+            on:mouseover=|ev| name_as_title(&ev)
             on:keydown=on_key
             on:focus=move |_| {
                 // Keys act on the active row: with none yet, the first one is.
@@ -176,6 +177,17 @@ fn PaneHead(name: String, trace: RwSignal<TraceSummary>) -> impl IntoView {
             })}
             <CopyButton text=Callback::new(move |()| location()) caption="Copy link"/>
         </div>
+    }
+}
+
+/// A span's name, which a narrow pane cuts short, as its tooltip: set when the
+/// pointer comes over it, rather than written to every row a scroll moves.
+fn name_as_title(ev: &leptos::ev::MouseEvent) {
+    let el = event_target::<leptos::web_sys::Element>(ev);
+    if el.class_list().contains("node-name") {
+        if let Some(name) = el.text_content() {
+            let _ = el.set_attribute("title", &name);
+        }
     }
 }
 

@@ -52,9 +52,11 @@ pub(super) fn keep_in_view(row: usize, scroll_top: f64, height: f64) -> Option<f
 }
 
 /// A row's inline style: placed at its index, indented by depth past `pad` px.
+/// Only what varies: the rest is the stylesheet's (`.tree-scroll [role=treeitem]`),
+/// since the style is parsed whole each time a scroll moves the row.
 pub(super) fn place(row: usize, depth: usize, pad: usize) -> String {
     format!(
-        "position: absolute; top: {}px; left: 0; right: 0; padding-left: {}px",
+        "top: {}px; padding-left: {}px",
         top(row),
         depth * INDENT + pad
     )
@@ -105,10 +107,7 @@ mod tests {
 
     #[test]
     fn rows_are_placed_by_index_and_depth() {
-        assert_eq!(
-            place(3, 2, 4),
-            "position: absolute; top: 78px; left: 0; right: 0; padding-left: 36px"
-        );
+        assert_eq!(place(3, 2, 4), "top: 78px; padding-left: 36px");
         assert_eq!(opening_scroll(None), 0.0);
         assert_eq!(opening_scroll(Some(2)), 0.0);
         assert_eq!(opening_scroll(Some(10)), 140.0);
