@@ -317,3 +317,56 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
         </div>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::test_node;
+    use super::*;
+
+    fn shown(node: SpanNode, expanded: bool) -> Shown {
+        let drawn = Some((
+            7,
+            Row::Node {
+                id: node.span_id.clone(),
+                depth: 2,
+            },
+            Some(node),
+        ));
+        let state = State {
+            expanded,
+            selected: false,
+            focused: false,
+            axis: (0, 10),
+        };
+        Shown::of(&drawn, &state).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_row_shows_its_span_and_only_the_parts_it_has() {
+        let leaf = shown(test_node("leaf", 0), false);
+        assert_eq!(leaf.dom_id, "node-leaf");
+        assert_eq!(leaf.level, "3");
+        assert_eq!((leaf.expanded, leaf.toggle), (None, ""));
+        assert_eq!((leaf.below, leaf.children), (None, None));
+        assert_eq!(leaf.style, "top: 182px; padding-left: 36px");
+        assert_eq!(leaf.bar_style, "left: 0.00%; width: 10.00%");
+
+        let mut parent = test_node("parent", 3);
+        parent.error_count = 2;
+        let open = shown(parent.clone(), true);
+        assert_eq!((open.expanded, open.toggle), (Some("true"), "▾"));
+        assert_eq!(open.below.as_deref(), Some("2 failed below"));
+        assert_eq!(open.children.as_deref(), Some("3 children"));
+        let closed = shown(parent, false);
+        assert_eq!((closed.expanded, closed.toggle), (Some("false"), "▸"));
+        // A row that is not a span's shows nothing here.
+        let more = Some((1, Row::Loading { depth: 0 }, None));
+        let state = State {
+            expanded: false,
+            selected: false,
+            focused: false,
+            axis: (0, 1),
+        };
+        assert!(Shown::of(&more, &state).is_none());
+    }
+}

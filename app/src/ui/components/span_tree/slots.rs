@@ -77,3 +77,50 @@ pub(super) fn shown_by<'a>(
     }
     tree.row_at(rows, i).map(|(row, node)| (i, row, node))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::test_node;
+    use super::*;
+
+    #[test]
+    fn a_scroll_moves_only_the_rows_that_came_into_view_to_other_elements() {
+        let owner = Owner::new_root(None);
+        owner.set();
+        let mut tree = Tree::default();
+        let spans = (0..100).map(|i| test_node(&format!("s{i}"), 0)).collect();
+        tree.add_page("", spans, None);
+        let rows = tree.rows();
+        let (slots, n) = (Slots::new(), 10);
+        let shown = |range: Range<usize>, slot| {
+            shown_by(&tree, &rows, range, n, slot)
+                .map(|(i, row, node)| (i, row.clone(), node.cloned()))
+        };
+        let items: Vec<_> = (0..n).map(|s| slots.item(s, || shown(0..10, s))).collect();
+        let read = || -> Vec<Option<usize>> {
+            items
+                .iter()
+                .map(|item| item.with_untracked(|d| d.as_ref().map(|d| d.0)))
+                .collect()
+        };
+        let before = read();
+        assert_eq!(before, (0..10).map(Some).collect::<Vec<_>>());
+
+        // Three rows on: the three that came in take the elements of the three that
+        // left, and the other seven elements keep the rows they showed.
+        slots.update(&tree, &rows, 3..13, n);
+        let after = read();
+        let moved = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+        assert_eq!(moved, 3);
+        assert_eq!(&after[..3], [Some(10), Some(11), Some(12)]);
+        assert_eq!(&after[3..], &before[3..]);
+
+        // Near the end, the elements past the last row show nothing.
+        slots.update(&tree, &rows, 95..100, n);
+        let end = read();
+        assert_eq!(end.iter().flatten().count(), 5);
+        assert!(end.iter().flatten().all(|&i| (95..100).contains(&i)));
+        let span = items[5].with_untracked(|d| d.as_ref().and_then(|d| d.2.clone()));
+        assert_eq!(span.map(|s| s.span_id), Some("s95".to_string()));
+    }
+}
