@@ -120,14 +120,16 @@ async fn answer<T: DeserializeOwned>(response: gloo_net::http::Response) -> Resu
     if status == 401 {
         sign_in_again();
     }
+    // As bytes: read as text, a page of spans was decoded to a JS string and
+    // encoded back into the wasm's memory before it was parsed.
     let body = response
-        .text()
+        .binary()
         .await
         .map_err(|e| ApiError::other(e.to_string()))?;
     if !(200..300).contains(&status) {
-        return Err(ApiError::from_body(status, &body));
+        return Err(ApiError::from_body(status, &String::from_utf8_lossy(&body)));
     }
-    serde_json::from_str(&body).map_err(|e| ApiError::other(e.to_string()))
+    serde_json::from_slice(&body).map_err(|e| ApiError::other(e.to_string()))
 }
 
 /// The session ended (expired, signed out elsewhere, key revoked): back to the

@@ -16,7 +16,9 @@ use crate::ui::format;
 /// Everything a span's row shows, as the DOM takes it.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Shown {
-    dom_id: String,
+    /// Only the selected and the focused rows' elements carry their span's id (for
+    /// `aria-activedescendant` and links): one write fewer a row a scroll moves.
+    dom_id: Option<String>,
     level: String,
     /// `aria-expanded`, for a node with children only.
     expanded: Option<&'static str>,
@@ -53,7 +55,7 @@ impl Shown {
         let has_children = n.child_count > 0;
         let status = n.status.as_str();
         Some(Shown {
-            dom_id: format!("node-{}", n.span_id),
+            dom_id: (state.selected || state.focused).then(|| format!("node-{}", n.span_id)),
             level: (depth + 1).to_string(),
             expanded: has_children.then_some(if state.expanded { "true" } else { "false" }),
             selected: state.selected,
@@ -165,8 +167,13 @@ impl Parts {
                 el.remove_attribute(key)
             };
         };
-        if changed(|s| &s.dom_id) {
-            row.set_id(&new.dom_id);
+        if old.is_none_or(|o| o.dom_id != new.dom_id) {
+            match &new.dom_id {
+                Some(id) => row.set_id(id),
+                None => {
+                    let _ = row.remove_attribute("id");
+                }
+            }
         }
         if changed(|s| &s.level) {
             set(&row, "aria-level", &new.level);
@@ -344,7 +351,7 @@ mod tests {
     #[test]
     fn a_row_shows_its_span_and_only_the_parts_it_has() {
         let leaf = shown(test_node("leaf", 0), false);
-        assert_eq!(leaf.dom_id, "node-leaf");
+        assert_eq!(leaf.dom_id, None);
         assert_eq!(leaf.level, "3");
         assert_eq!((leaf.expanded, leaf.toggle), (None, ""));
         assert_eq!((leaf.below, leaf.children), (None, None));
@@ -357,8 +364,24 @@ mod tests {
         assert_eq!((open.expanded, open.toggle), (Some("true"), "▾"));
         assert_eq!(open.below.as_deref(), Some("2 failed below"));
         assert_eq!(open.children.as_deref(), Some("3 children"));
-        let closed = shown(parent, false);
+        let closed = shown(parent.clone(), false);
         assert_eq!((closed.expanded, closed.toggle), (Some("false"), "▸"));
+        let drawn = Some((
+            0,
+            Row::Node {
+                id: "parent".into(),
+                depth: 0,
+            },
+            Some(parent),
+        ));
+        let state = State {
+            expanded: false,
+            selected: true,
+            focused: false,
+            axis: (0, 1),
+        };
+        let selected = Shown::of(&drawn, &state).unwrap_or_default();
+        assert_eq!(selected.dom_id.as_deref(), Some("node-parent"));
         // A row that is not a span's shows nothing here.
         let more = Some((1, Row::Loading { depth: 0 }, None));
         let state = State {
