@@ -179,6 +179,10 @@ test("the keyboard moves, expands and selects", async ({ page }) => {
   await page.keyboard.press("ArrowRight"); // the root is open: to its first child
   await page.keyboard.press("ArrowDown");
   await page.keyboard.press("ArrowUp");
+  // The active row is named by an element that is there: a row carries its span's
+  // id while it is focused or selected.
+  await expect(tree).toHaveAttribute("aria-activedescendant", "node-child0");
+  await expect(tree.locator("#node-child0")).toHaveClass(/focused/);
   await page.keyboard.press("Enter");
   await expect(page).toHaveURL(/span_id=child0/);
   await expect(tree.getByRole("treeitem", { name: /env step 0/ })).toHaveAttribute("aria-selected", "true");
