@@ -8,6 +8,13 @@ use std::time::Duration;
 use crate::failure::{Context, Failure, Outcome};
 use crate::process::{spawn_serve, wait_healthy, Storage};
 
+/// How long a server may take to answer its first health check: a debug build
+/// migrating a fresh PostgreSQL database while the tests' other builds share two
+/// cores once took longer than 30 s.
+const START_WAIT: Duration = Duration::from_secs(90);
+/// Lines of a server's log that a failed start reports.
+const LOG_TAIL: usize = 20;
+
 pub(crate) struct Fleet {
     exe: PathBuf,
     /// Held until the fleet goes, unless its logs are kept.
@@ -104,13 +111,17 @@ impl Fleet {
             .context("cannot start treeline serve")?;
         server.child = Some(child);
         let base = format!("http://{}", server.addr);
-        if wait_healthy(&base, Duration::from_secs(30)).await {
+        if wait_healthy(&base, START_WAIT).await {
             return Ok(());
         }
+        // The log's directory goes with the fleet: what it says is kept here.
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        let tail: Vec<&str> = said.lines().rev().take(LOG_TAIL).collect();
         Err(Failure::msg(format!(
-            "server {i} did not answer {base}{} within 30 s (its log: {})",
+            "server {i} did not answer {base}{} within {} s; the end of its log:\n{}",
             treeline_wire::routes::HEALTH,
-            log.display()
+            START_WAIT.as_secs(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         )))
     }
 
