@@ -26,7 +26,6 @@ struct Shown {
     focused: bool,
     style: String,
     toggle: &'static str,
-    has_children: bool,
     dot_class: String,
     status: &'static str,
     kind: &'static str,
@@ -66,7 +65,6 @@ impl Shown {
                 (true, true) => "▾",
                 (true, false) => "▸",
             },
-            has_children,
             dot_class: format!("dot status-{status}"),
             status: n.status.label(),
             kind: n.kind.as_str(),
@@ -250,8 +248,9 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
         on_select,
         ..
     } = ctx;
-    // A memo: a page read changes the tree, and reruns only the rows whose answer
-    // changed. A new selection or focus reruns every row, and a scroll none.
+    // A memo: a page read changes the tree, and wakes only the rows whose span
+    // opened or shut. A new selection or focus wakes every row's effect, which
+    // writes only what changed.
     let expanded = Memo::new(move |_| {
         item.with(|d| span_id(d).is_some_and(|id| tree.with(|t| t.is_expanded(id))))
     });
@@ -274,7 +273,6 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
         parts.write(old.flatten().as_ref(), &new);
         Some(new)
     });
-    // Empty text is left out: hydration finds no text node for it.
     let id = move || item.with_untracked(|d| span_id(d).map(str::to_string));
     let has_children = move || {
         item.with_untracked(|d| {
@@ -283,6 +281,7 @@ pub(super) fn NodeRow(item: RwSignal<Option<Drawn>>, ctx: RowCtx) -> impl IntoVi
                 .is_some_and(|n| n.child_count > 0)
         })
     };
+    // Empty text is left out: hydration finds no text node for it.
     let name = (!first.name.is_empty()).then(|| first.name.clone());
     let (no_below, no_children) = (first.below.is_none(), first.children.is_none());
     view! {
