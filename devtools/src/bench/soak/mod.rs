@@ -254,6 +254,9 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         inconsistent += report.inconsistent;
     }
     ack_latencies.sort();
+    let mut by_read = read_latencies.clone();
+    by_read.sort();
+    let mut read_latencies: Vec<Duration> = read_latencies.into_iter().map(|(_, d)| d).collect();
     read_latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
@@ -279,6 +282,22 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         read_tally.server_errors,
         read_tally.refused,
     );
+    for read in reader::Read::ALL {
+        let times: Vec<Duration> = by_read
+            .iter()
+            .filter(|(r, _)| *r == read)
+            .map(|(_, d)| *d)
+            .collect();
+        if !times.is_empty() {
+            println!(
+                "  {:<26} {:>6} answered, p50 {:>6.1} ms, p95 {:>6.1} ms",
+                read.label(),
+                times.len(),
+                ms(percentile(&times, 0.5)),
+                ms(percentile(&times, 0.95)),
+            );
+        }
+    }
     let peaks = fleet.peaks();
     println!(
         "servers: peak RSS {} MiB",

@@ -13,9 +13,42 @@ use super::deliver::Tally;
 use super::writer::Expected;
 use crate::bench::rng::Rng;
 
+/// What a dashboard reader asks for, timed apart so that a slow read is named.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Read {
+    Runs,
+    TracesByTime,
+    TracesByTokens,
+    StepActivity,
+    Trace,
+    Children,
+}
+
+impl Read {
+    pub(crate) const ALL: [Read; 6] = [
+        Read::Runs,
+        Read::TracesByTime,
+        Read::TracesByTokens,
+        Read::StepActivity,
+        Read::Trace,
+        Read::Children,
+    ];
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Read::Runs => "run list",
+            Read::TracesByTime => "trace list, newest first",
+            Read::TracesByTokens => "trace list by tokens",
+            Read::StepActivity => "step activity",
+            Read::Trace => "one trace's summary",
+            Read::Children => "a trace's first level",
+        }
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct ReaderReport {
-    pub(crate) latencies: Vec<Duration>,
+    pub(crate) latencies: Vec<(Read, Duration)>,
     pub(crate) tally: Tally,
     /// Acknowledged traces read back, and those that did not match what was sent.
     pub(crate) checked: u64,
@@ -23,7 +56,12 @@ pub(crate) struct ReaderReport {
 }
 
 /// GETs `url`; the body on success, None (counted) otherwise.
-async fn get(http: &reqwest::Client, url: &str, report: &mut ReaderReport) -> Option<Vec<u8>> {
+async fn get(
+    http: &reqwest::Client,
+    read: Read,
+    url: &str,
+    report: &mut ReaderReport,
+) -> Option<Vec<u8>> {
     let started = Instant::now();
     match http.get(url).send().await {
         Err(_) => {
@@ -32,7 +70,7 @@ async fn get(http: &reqwest::Client, url: &str, report: &mut ReaderReport) -> Op
         }
         Ok(response) if response.status().is_success() => {
             let body = response.bytes().await.ok()?;
-            report.latencies.push(started.elapsed());
+            report.latencies.push((read, started.elapsed()));
             Some(body.to_vec())
         }
         Ok(response) => {
@@ -67,23 +105,29 @@ pub(crate) async fn read(
         let base = &bases[(index + n) % bases.len()];
         let run = rng.pick(&runs).cloned().unwrap_or_default();
         let url = match n % 5 {
-            0 => Some(format!(
-                "{base}{}?project=soak&limit=50",
-                path(routes::RUNS, &[])
+            0 => Some((
+                Read::Runs,
+                format!("{base}{}?project=soak&limit=50", path(routes::RUNS, &[])),
             )),
-            1 => Some(format!(
-                "{base}{}?limit=50",
-                path(routes::RUN_TRACES, &[&run])
+            1 => Some((
+                Read::TracesByTime,
+                format!("{base}{}?limit=50", path(routes::RUN_TRACES, &[&run])),
             )),
-            2 => Some(format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run]))),
-            3 => Some(format!(
-                "{base}{}?limit=50&sort=tokens",
-                path(routes::RUN_TRACES, &[&run])
+            2 => Some((
+                Read::StepActivity,
+                format!("{base}{}", path(routes::RUN_TRACE_STEPS, &[&run])),
+            )),
+            3 => Some((
+                Read::TracesByTokens,
+                format!(
+                    "{base}{}?limit=50&sort=tokens",
+                    path(routes::RUN_TRACES, &[&run])
+                ),
             )),
             _ => None,
         };
         let got = match url {
-            Some(url) => get(&http, &url, &mut report).await,
+            Some((read, url)) => get(&http, read, &url, &mut report).await,
             None => {
                 check_one(&http, base, &done, &mut rng, &mut report).await;
                 Some(Vec::new())
@@ -115,7 +159,7 @@ async fn check_one(
         "{base}{}",
         path(routes::TRACE, &[&expected.run, &expected.trace])
     );
-    let Some(body) = get(http, &trace_url, report).await else {
+    let Some(body) = get(http, Read::Trace, &trace_url, report).await else {
         return;
     };
     report.checked += 1;
@@ -135,7 +179,7 @@ async fn check_one(
         "{base}{}?parent_span_id=root&limit=50",
         path(routes::SPANS, &[&expected.run, &expected.trace])
     );
-    let Some(body) = get(http, &spans_url, report).await else {
+    let Some(body) = get(http, Read::Children, &spans_url, report).await else {
         return;
     };
     let page: Option<SpanPage> = serde_json::from_slice(&body).ok();
