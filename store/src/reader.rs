@@ -530,19 +530,20 @@ impl<DB: Dialect> Reads for Reader<DB> {
             rows::RUN_COLUMNS
         ));
         q.bind(run_id);
-        let Some(row) = self.row(q).await? else {
+        // One row per key: a DISTINCT over the points read every point of the run.
+        let mut keys = Sql::new("SELECT key FROM metric_summaries WHERE run_id = ");
+        keys.bind(run_id).push(" ORDER BY key");
+        // Three reads at once: under write load each round trip waits its turn
+        // for a core, so one after another they took three turns.
+        let (row, keys, scale) =
+            futures::future::try_join3(self.row(q), self.rows(keys), self.size_scale()).await?;
+        let Some(row) = row else {
             return Ok(None);
         };
-        // One row per key: a DISTINCT over the points read every point of the run.
-        let mut q = Sql::new("SELECT key FROM metric_summaries WHERE run_id = ");
-        q.bind(run_id).push(" ORDER BY key");
-        let metric_keys = self
-            .rows(q)
-            .await?
+        let metric_keys = keys
             .iter()
             .map(|r| r.req_text("key"))
             .collect::<StoreResult<_>>()?;
-        let scale = self.size_scale().await?;
         Ok(Some(rows::run_detail(&row, metric_keys, &scale)?))
     }
 

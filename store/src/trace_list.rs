@@ -33,12 +33,20 @@ impl<DB: Dialect> Reader<DB> {
                 ..TraceList::default()
             });
         };
+        // The page with its chips and text matches, which only it needs: these
+        // reads go on while the count below is still being read.
         let page = async {
-            match &query.sort {
+            let (mut traces, next_cursor) = match &query.sort {
                 TraceSort::Attr(key) => self.by_number(query, &terms, Ranked::Attr(key)).await,
                 TraceSort::Note(name) => self.by_number(query, &terms, Ranked::Note(name)).await,
                 _ => self.by_column(query, &terms).await,
+            }?;
+            self.add_chips(&mut traces).await?;
+            if let Some(text) = &query.text {
+                self.add_text_matches(&mut traces, &BodySearch::new(query, text))
+                    .await?;
             }
+            Ok((traces, next_cursor))
         };
         // Counted once, with a run's first page: the count does not change with the
         // order. Across a project a count could read every trace of the window
@@ -48,7 +56,7 @@ impl<DB: Dialect> Reader<DB> {
         // Nor for a body search most traces match: each trace counted would be
         // tested (0.4 s for a word most of 10,000 traces hold).
         let countable = !terms.iter().any(|t| matches!(t, Term::TextCommon(_)));
-        let ((mut traces, next_cursor), count) = match (&query.cursor, &query.run_id) {
+        let ((traces, next_cursor), count) = match (&query.cursor, &query.run_id) {
             (None, Some(_)) if countable => {
                 let (page, n) =
                     futures::future::try_join(page, self.count_matching(query, &terms)).await?;
@@ -56,11 +64,6 @@ impl<DB: Dialect> Reader<DB> {
             }
             _ => (page.await?, None),
         };
-        self.add_chips(&mut traces).await?;
-        if let Some(text) = &query.text {
-            self.add_text_matches(&mut traces, &BodySearch::new(query, text))
-                .await?;
-        }
         let counted = match &next_cursor {
             _ if query.cursor.is_some() => None,
             None => Some(traces.len() as i64),

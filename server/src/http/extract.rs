@@ -53,6 +53,24 @@ impl FromRequestParts<AppState> for SeenRun {
     }
 }
 
+/// The id of the run named by the path, which exists and the caller sees, as
+/// [`SeenRun`] finds it but by one key lookup: for the routes that read the run's
+/// traces and not its detail (whose metric keys and size are further reads).
+pub(super) struct SeenRunId(pub String);
+
+impl FromRequestParts<AppState> for SeenRunId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let run_id = path_run_id(parts, state).await?;
+        let who = Principal::from_request_parts(parts, state).await?;
+        match state.store.reads().run_project(&run_id).await? {
+            Some(project) if who.sees(&project) => Ok(SeenRunId(run_id)),
+            _ => Err(ApiError::run_not_found(&run_id)),
+        }
+    }
+}
+
 /// The path's `run_id`, within the caller's reach: a run that need not exist yet
 /// (a write may create it), but never one of another project, or an absent one,
 /// when the caller's key has a project (404 `run_not_found`).

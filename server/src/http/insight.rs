@@ -9,25 +9,25 @@ use treeline_wire::query::ListQuery;
 use treeline_wire::stats::{Stats, StatsQuery};
 
 use super::error::ApiResult;
-use super::extract::SeenRun;
+use super::extract::SeenRunId;
 use super::params::trace_query;
 use super::AppState;
 use crate::store::TraceQuery;
 
 /// The list part of a view's query, for the run of the path.
-fn traces(list: &ListQuery, run: &SeenRun) -> ApiResult<TraceQuery> {
+fn traces(list: &ListQuery, run: &SeenRunId) -> ApiResult<TraceQuery> {
     trace_query(
         ListQuery {
             cursor: None,
             ..list.clone()
         },
-        Some(run.0.summary.run_id.clone()),
+        Some(run.0.clone()),
     )
 }
 
 pub(super) async fn stats(
     State(state): State<AppState>,
-    run: SeenRun,
+    run: SeenRunId,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Stats>> {
     let query = StatsQuery::parse(raw.as_deref().unwrap_or_default())?;
@@ -39,7 +39,7 @@ pub(super) async fn stats(
 
 pub(super) async fn groups(
     State(state): State<AppState>,
-    run: SeenRun,
+    run: SeenRunId,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Groups>> {
     let query = GroupsQuery::parse(raw.as_deref().unwrap_or_default())?;
@@ -51,7 +51,7 @@ pub(super) async fn groups(
 
 pub(super) async fn changes(
     State(state): State<AppState>,
-    run: SeenRun,
+    run: SeenRunId,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<Changes>> {
     let query = ChangesQuery::parse(raw.as_deref().unwrap_or_default())?;

@@ -15,7 +15,7 @@ use treeline_wire::{
 
 use super::auth::{visible_run, Principal, Via};
 use super::error::{ApiError, ApiResult};
-use super::extract::{ListParams, ScopedRunId, SeenRun};
+use super::extract::{ListParams, ScopedRunId, SeenRun, SeenRunId};
 use super::params::{cursor, find_run, find_trace, params, span_not_found, trace_query};
 use super::{now_us, AppState};
 use crate::store::{Cursor, LevelStart, RunsAsked, SeriesWindow, SpanLevel};
@@ -160,10 +160,10 @@ async fn traces(
 async fn run_traces(
     State(state): State<AppState>,
     who: Principal,
-    SeenRun(run): SeenRun,
+    SeenRunId(run_id): SeenRunId,
     ListParams(list): ListParams,
 ) -> ApiResult<Json<TraceList>> {
-    list_traces(&state, &who, list, Some(run.summary.run_id)).await
+    list_traces(&state, &who, list, Some(run_id)).await
 }
 
 async fn list_traces(
@@ -199,12 +199,9 @@ async fn list_traces(
 
 async fn attributes(
     State(state): State<AppState>,
-    SeenRun(run): SeenRun,
+    SeenRunId(run_id): SeenRunId,
 ) -> ApiResult<Json<AttributeKeys>> {
-    let keys = state
-        .store
-        .query_reads()
-        .attribute_keys(&run.summary.run_id);
+    let keys = state.store.query_reads().attribute_keys(&run_id);
     Ok(Json(keys.await?))
 }
 

@@ -187,6 +187,7 @@ async fn a_project_key_sees_only_its_project(t: common::TestStore) {
         "/api/runs/rb/traces",
         "/api/traces?run_id=rb",
         "/api/runs/rb/traces/steps",
+        "/api/runs/rb/traces/attributes",
         "/api/runs/rb/traces/t-rb",
         "/api/runs/rb/traces/t-rb/spans",
         "/api/runs/rb/traces/t-rb/spans/root",
