@@ -235,7 +235,9 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Bytes(args)) => runtime.block_on(crate::bench::bytes(args)),
         #[cfg(feature = "devtools")]
-        Command::Bench(BenchCommand::Soak(args)) => runtime.block_on(crate::bench::soak(args)),
+        Command::Bench(BenchCommand::Soak(args)) => {
+            runtime.block_on(crate::bench::soak(&Server, args))
+        }
         #[cfg(feature = "devtools")]
         Command::Bench(BenchCommand::Fuzz(args)) => runtime.block_on(crate::bench::fuzz(args)),
         #[cfg(feature = "devtools")]

@@ -61,6 +61,10 @@ pub struct SoakArgs {
     /// old traces while the writers write; then check what each removed and kept.
     #[arg(long)]
     pub churn: bool,
+    /// A stored write key on every request, as a team's server asks for (each
+    /// request then looks its key up).
+    #[arg(long, conflicts_with = "churn")]
+    pub with_key: bool,
 }
 
 fn check_args(args: &SoakArgs) -> Outcome {
@@ -97,7 +101,7 @@ fn check_args(args: &SoakArgs) -> Outcome {
     Ok(())
 }
 
-pub async fn soak(args: SoakArgs) -> Outcome {
+pub async fn soak(host: &dyn crate::Host, args: SoakArgs) -> Outcome {
     check_args(&args)?;
     let database = if args.read_database_url.is_some() {
         "PostgreSQL, reads from its replica"
@@ -108,7 +112,7 @@ pub async fn soak(args: SoakArgs) -> Outcome {
     };
     println!(
         "soak: {} writers and {} readers for {} s, {} server(s) on {database}, {} kill(s); \
-         traces of {} spans, {} open per writer, batches of {} events",
+         traces of {} spans, {} open per writer, batches of {} events{}",
         args.writers,
         args.readers,
         args.seconds,
@@ -116,7 +120,12 @@ pub async fn soak(args: SoakArgs) -> Outcome {
         args.kill,
         args.spans_per_trace,
         args.traces_in_flight,
-        args.batch
+        args.batch,
+        if args.with_key {
+            "; a stored key on every request"
+        } else {
+            ""
+        }
     );
     let mut fleet = Fleet::start(
         args.servers,
@@ -130,7 +139,12 @@ pub async fn soak(args: SoakArgs) -> Outcome {
     let runs: Vec<String> = (0..args.runs.min(args.writers))
         .map(|i| format!("soak-{stamp}-{i}"))
         .collect();
-    let client = treeline_client::Client::new(&first);
+    let key = if args.with_key {
+        Some(stored_key(host, &fleet.database_url()).await?)
+    } else {
+        None
+    };
+    let client = treeline_client::Client::new(&first).with_api_key(key.clone());
     for run in &runs {
         let upsert = RunUpsert {
             project: "soak".into(),
@@ -141,7 +155,14 @@ pub async fn soak(args: SoakArgs) -> Outcome {
             .await
             .with_context(|| format!("cannot create run {run}"))?;
     }
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = &key {
+        let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .context("a key that is no header value")?;
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
     let http = reqwest::Client::builder()
+        .default_headers(headers)
         .timeout(Duration::from_secs(60))
         .pool_max_idle_per_host(args.writers + args.readers)
         .build()
@@ -372,4 +393,19 @@ pub async fn soak(args: SoakArgs) -> Outcome {
 fn kill_due(kills: usize, elapsed: Duration, period: Duration) -> usize {
     let share = elapsed.as_secs_f64() / period.as_secs_f64().max(1e-9);
     ((share * (kills as f64 + 1.0)).floor() as usize).min(kills)
+}
+
+/// A write key stored in the servers' database: from their next request on, they
+/// ask every request for a key.
+async fn stored_key(host: &dyn crate::Host, database_url: &str) -> Outcome<String> {
+    let store = crate::store::open(database_url)
+        .await
+        .with_context(|| format!("cannot open {database_url}"))?;
+    let new = host.new_write_key("soak")?;
+    store
+        .access()
+        .create_key(&new.record, &new.digest)
+        .await
+        .context("cannot store the soak's key")?;
+    Ok(new.key)
 }
