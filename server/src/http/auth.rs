@@ -118,7 +118,13 @@ impl Principal {
 pub async fn auth_on(state: &AppState) -> ApiResult<bool> {
     let on =
         state.require_auth || !state.api_keys.is_empty() || state.store.access().any_key().await?;
-    // Said once per change: the last stored key revoked opens a loopback server.
+    note_auth(state, on);
+    Ok(on)
+}
+
+/// Logs a change of whether requests need credentials, once per change: the last
+/// stored key revoked opens a loopback server.
+fn note_auth(state: &AppState, on: bool) {
     let seen = state.auth_seen.swap(u8::from(on) + 1, Ordering::Relaxed);
     if seen == 2 && !on {
         tracing::warn!(
@@ -128,7 +134,6 @@ pub async fn auth_on(state: &AppState) -> ApiResult<bool> {
     } else if seen == 1 && on {
         tracing::info!("a key was created: this server now asks for credentials");
     }
-    Ok(on)
 }
 
 /// The answer of [`auth_on`] for one request, kept in its extensions by the first
@@ -253,11 +258,29 @@ async fn caller(state: &AppState, request: &mut Request) -> ApiResult<Option<Pri
     if let Some(known) = request.extensions().get::<Principal>() {
         return Ok(Some(known.clone()));
     }
+    // Credentials that name a caller are read first: a key or session that works
+    // means auth is on, so whether any key is stored need not be asked as well
+    // (under write load on PostgreSQL, each lookup waits its turn for a core).
+    // Only the headers cross the await: a request's body is not Sync.
+    let named = if has_credentials(state, request.headers()) {
+        Some(identify(state, request.headers()).await)
+    } else {
+        None
+    };
+    if let Some(Ok(Some(principal))) = named {
+        note_auth(state, true);
+        return Ok(Some(principal));
+    }
     if !request_auth_on(state, request).await? {
         return Ok(Some(Principal::open()));
     }
-    // Only the headers cross the await: a request's body is not Sync.
-    identify(state, request.headers()).await
+    named.unwrap_or(Ok(None))
+}
+
+/// Whether the request carries an `Authorization` header or a session cookie.
+fn has_credentials(state: &AppState, headers: &HeaderMap) -> bool {
+    headers.contains_key(header::AUTHORIZATION)
+        || secret::session_token(headers, secure(state, headers)).is_some()
 }
 
 /// The door of the API and of OTLP: with auth on, every request needs credentials

@@ -61,21 +61,21 @@ pub async fn check_host(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let open = match super::auth::request_auth_on(&state, &mut request).await {
-        Ok(on) => !on,
-        Err(e) => return e.into_response(),
-    };
-    let refused = if open {
-        request
-            .headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .or_else(|| request.uri().host())
-            // Browsers always send Host; a client without one is no browser.
-            .filter(|host| !host_allowed(host, &state.allowed_hosts))
-            .map(str::to_string)
-    } else {
-        None
+    let foreign = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().host())
+        // Browsers always send Host; a client without one is no browser.
+        .filter(|host| !host_allowed(host, &state.allowed_hosts))
+        .map(str::to_string);
+    // Whether keys are asked for matters only for a host that is not allowed.
+    let refused = match foreign {
+        Some(host) => match super::auth::request_auth_on(&state, &mut request).await {
+            Ok(on) => (!on).then_some(host),
+            Err(e) => return e.into_response(),
+        },
+        None => None,
     };
     match refused {
         None => next.run(request).await,

@@ -306,10 +306,69 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .expect("revoke again"));
 }
 
+/// Whether credentials are asked for follows the stored keys from one request to
+/// the next, whatever a request carries: before the first key and after the last is
+/// revoked, a request with a bad, unknown or revoked key is answered as one with
+/// none is; in between, only the stored key answers.
+async fn credentials_follow_the_stored_keys_request_by_request(t: common::TestStore) {
+    let app = team(t, &[]);
+    let status = |headers: &'static [(&'static str, &'static str)]| {
+        let app = &app;
+        async move {
+            app.call("GET", "/api/projects", headers, Body::empty())
+                .await
+                .status
+        }
+    };
+    const NONE: &[(&str, &str)] = &[];
+    const MALFORMED: &[(&str, &str)] = &[("authorization", "Basic a2V5")];
+    const UNKNOWN: &[(&str, &str)] = &[("authorization", "Bearer no-such-key")];
+    for (name, headers) in [
+        ("none", NONE),
+        ("malformed", MALFORMED),
+        ("unknown", UNKNOWN),
+    ] {
+        assert_eq!(status(headers).await, StatusCode::OK, "no keys yet, {name}");
+    }
+    let (id, key) = app.key("read", None).await;
+    for (name, headers) in [
+        ("none", NONE),
+        ("malformed", MALFORMED),
+        ("unknown", UNKNOWN),
+    ] {
+        assert_eq!(
+            status(headers).await,
+            StatusCode::UNAUTHORIZED,
+            "a key stored, {name}"
+        );
+    }
+    assert_eq!(app.get("/api/projects", &key).await.status, StatusCode::OK);
+    assert!(app
+        .t
+        .store
+        .access()
+        .revoke_key(&id, 1)
+        .await
+        .expect("revoke"));
+    for (name, headers) in [
+        ("none", NONE),
+        ("malformed", MALFORMED),
+        ("unknown", UNKNOWN),
+    ] {
+        assert_eq!(
+            status(headers).await,
+            StatusCode::OK,
+            "the last key revoked, {name}"
+        );
+    }
+    assert_eq!(app.get("/api/projects", &key).await.status, StatusCode::OK);
+}
+
 on_both!(tokio::test, |t| t;
     scopes_read_write_admin,
     a_project_key_sees_only_its_project,
     revoking_ends_api_use_and_sessions,
+    credentials_follow_the_stored_keys_request_by_request,
 );
 
 #[tokio::test]
