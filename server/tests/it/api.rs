@@ -475,6 +475,28 @@ async fn trace_lists_report_their_window_and_limit_search_terms(t: TestStore) {
         StatusCode::BAD_REQUEST,
         "invalid_cursor",
     );
+    // A run's list: a bad parameter is named for a run that is there, and an absent
+    // run is said to be absent whatever the parameters.
+    for (path, status, code) in [
+        (
+            "/runs/r1/traces?limit=0",
+            StatusCode::BAD_REQUEST,
+            "invalid_parameter",
+        ),
+        (
+            "/runs/r1/traces?kind=llm",
+            StatusCode::BAD_REQUEST,
+            "invalid_kind",
+        ),
+        (
+            "/runs/nope/traces?limit=0",
+            StatusCode::NOT_FOUND,
+            "run_not_found",
+        ),
+        ("/runs/nope/traces", StatusCode::NOT_FOUND, "run_not_found"),
+    ] {
+        assert_error(&api.get(path).await, status, code);
+    }
     let mut opened = event("open", "t2", "root");
     opened["input"] = json!({"prompt": "the tool printed a Traceback"});
     api.send(
