@@ -36,7 +36,11 @@ const SPAN_CHUNK: usize = 1_000;
 /// Connections for writes. Writers of one run wait on its lock holding a
 /// connection, so reads get a pool of their own and are never starved by them.
 const WRITE_CONNECTIONS: u32 = 16;
+/// The query routes' reads.
 const READ_CONNECTIONS: u32 = 8;
+/// The other reads: access checks, and the lookups of the write paths and of the
+/// routes' prologues.
+const WRITE_PATH_READ_CONNECTIONS: u32 = 8;
 
 pub struct PostgresStore {
     pool: PgPool,
@@ -67,14 +71,21 @@ impl PostgresStore {
             .connect_with(options.clone())
             .await?;
         super::migrations::postgres().await?.run(&pool).await?;
-        let reads = read_pool(options).await?;
-        let (query_reader, replica) = match read_url {
+        let reads = read_pool(options.clone(), WRITE_PATH_READ_CONNECTIONS).await?;
+        // The query routes' reads: a replica's pool, or one of the primary's own, whose
+        // connections in use tell the write groups that a dashboard waits
+        // (`postgres_group::Yield`).
+        let (query_reader, replica, queries) = match read_url {
             Some(read_url) => {
-                let replica = read_pool(PgConnectOptions::from_str(read_url)?).await?;
+                let replica =
+                    read_pool(PgConnectOptions::from_str(read_url)?, READ_CONNECTIONS).await?;
                 let health = ReplicaHealth::watch(replica.clone());
-                (Reader::replica(replica), Some(health))
+                (Reader::replica(replica), Some(health), None)
             }
-            None => (Reader::new(reads.clone()), None),
+            None => {
+                let queries = read_pool(options, READ_CONNECTIONS).await?;
+                (Reader::new(queries.clone()), None, Some(queries))
+            }
         };
         Ok(PostgresStore {
             access: AccessStore::new(reads.clone(), pool.clone()),
@@ -82,7 +93,7 @@ impl PostgresStore {
             reader: Reader::new(reads),
             query_reader,
             replica,
-            groups: Groups::new(),
+            groups: Groups::new(queries),
         })
     }
 
@@ -118,9 +129,9 @@ impl PostgresStore {
 /// filter, that probed the spans of all 100,000 traces of a run (535 ms, not 81).
 /// (The write pool keeps generic plans: a batch's upserts have one plan to choose,
 /// and planning them afresh cost 2 ms a batch.)
-async fn read_pool(options: PgConnectOptions) -> StoreResult<PgPool> {
+async fn read_pool(options: PgConnectOptions, connections: u32) -> StoreResult<PgPool> {
     Ok(PgPoolOptions::new()
-        .max_connections(READ_CONNECTIONS)
+        .max_connections(connections)
         .acquire_timeout(Duration::from_secs(30))
         .connect_with(options.options([("plan_cache_mode", "force_custom_plan")]))
         .await?)
