@@ -134,6 +134,11 @@ const SQLITE: Embedded = Embedded(&[
         "failed span name index",
         include_str!("../migrations/sqlite/0024_failed_span_name_index.sql"),
     ),
+    (
+        25,
+        "trace sort indexes",
+        include_str!("../migrations/sqlite/0025_trace_sort_indexes.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -261,6 +266,11 @@ const POSTGRES: Embedded = Embedded(&[
         25,
         "failed span name index",
         include_str!("../migrations/postgres/0025_failed_span_name_index.sql"),
+    ),
+    (
+        26,
+        "trace sort indexes",
+        include_str!("../migrations/postgres/0026_trace_sort_indexes.sql"),
     ),
 ]);
 

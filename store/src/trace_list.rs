@@ -99,7 +99,10 @@ impl<DB: Dialect> Reader<DB> {
             TraceSort::Duration => "COALESCE(t.end_us - t.start_us, -1)",
             TraceSort::Spans => "t.span_count",
             TraceSort::Tokens => "COALESCE(t.root_tokens, t.child_tokens)",
-            TraceSort::Errors => "t.error_count",
+            // An expression, which the filter `error_count > 0` does not name: as a
+            // plain column its index drew that filter away from `traces_run_failed`
+            // (2 ms → 12, sorting the run's failed traces itself).
+            TraceSort::Errors => "COALESCE(t.error_count, 0)",
             TraceSort::Iterations => "t.iteration_count",
             TraceSort::Updated | TraceSort::Attr(_) | TraceSort::Note(_) => "t.updated_us",
         };

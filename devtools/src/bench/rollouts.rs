@@ -232,7 +232,7 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
     // Each case's first answer must have the shape its label names, or its figures
     // would mean nothing.
     type Check = Box<dyn Fn(&Value) -> bool>;
-    let cases: Vec<(String, String, Check)> = vec![
+    let mut cases: Vec<(String, String, Check)> = vec![
         (
             format!(
                 "stats attr.reward, split 12 + other, all {}",
@@ -295,6 +295,43 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
         ),
     ];
+    // A sort's first page: 50 traces, in the order asked.
+    let sorted = |field: &'static str, descending: bool| -> Check {
+        Box::new(move |v: &Value| {
+            let values: Vec<i64> = v["traces"]
+                .as_array()
+                .map(|t| t.iter().filter_map(|t| t[field].as_i64()).collect())
+                .unwrap_or_default();
+            values.len() == 50
+                && values.windows(2).all(|w| {
+                    if descending {
+                        w[0] >= w[1]
+                    } else {
+                        w[0] <= w[1]
+                    }
+                })
+        })
+    };
+    cases.extend([
+        (
+            format!("sort=tokens, all {}, first page", thousands(total as u64)),
+            format!("{runs}/traces?sort=tokens&limit=50"),
+            sorted("token_count", true),
+        ),
+        (
+            format!(
+                "sort=duration ascending, all {}, first page",
+                thousands(total as u64)
+            ),
+            format!("{runs}/traces?sort=duration&order=asc&limit=50"),
+            sorted("duration_us", false),
+        ),
+        (
+            "sort=spans, span.status = error, first page".to_string(),
+            format!("{runs}/traces?sort=spans&filter=span.status%20%3D%20error&limit=50"),
+            sorted("span_count", true),
+        ),
+    ]);
     println!("{:<48} {:>9} {:>9}", "query", "p50 ms", "p95 ms");
     let chosen = |name: &str| args.only.as_deref().is_none_or(|o| name.contains(o));
     for (name, path, check) in cases.into_iter().filter(|c| chosen(&c.0)) {
