@@ -137,6 +137,16 @@ impl Team {
         (id, secret)
     }
 
+    /// Revokes the stored key `id` at time `at`; whether it was in use until then.
+    pub(crate) async fn revoke(&self, id: &str, at: i64) -> bool {
+        self.t
+            .store
+            .access()
+            .revoke_key(id, at)
+            .await
+            .expect("revoke")
+    }
+
     /// Signs in with `key`; answers the session cookie (`name=value`).
     pub(crate) async fn sign_in(&self, key: &str, next: &str) -> Reply {
         self.sign_in_with(key, next, &[("origin", ORIGIN)]).await

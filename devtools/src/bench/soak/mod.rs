@@ -401,11 +401,5 @@ async fn stored_key(host: &dyn crate::Host, database_url: &str) -> Outcome<Strin
     let store = crate::store::open(database_url)
         .await
         .with_context(|| format!("cannot open {database_url}"))?;
-    let new = host.new_write_key("soak")?;
-    store
-        .access()
-        .create_key(&new.record, &new.digest)
-        .await
-        .context("cannot store the soak's key")?;
-    Ok(new.key)
+    crate::bench::bench_key(host, store.as_ref()).await
 }

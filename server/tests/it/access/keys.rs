@@ -280,13 +280,7 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .call("GET", "/api/projects", &with_cookie, Body::empty())
         .await;
     assert_eq!(api.status, StatusCode::OK);
-    assert!(app
-        .t
-        .store
-        .access()
-        .revoke_key(&id, 1)
-        .await
-        .expect("revoke"));
+    assert!(app.revoke(&id, 1).await);
     assert_eq!(
         app.get("/api/projects", &key).await.status,
         StatusCode::UNAUTHORIZED
@@ -297,13 +291,7 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
         .call("GET", "/api/projects", &with_cookie, Body::empty())
         .await;
     assert_eq!(api.status, StatusCode::UNAUTHORIZED);
-    assert!(!app
-        .t
-        .store
-        .access()
-        .revoke_key(&id, 2)
-        .await
-        .expect("revoke again"));
+    assert!(!app.revoke(&id, 2).await);
 }
 
 /// Whether credentials are asked for follows the stored keys from one request to
@@ -312,56 +300,41 @@ async fn revoking_ends_api_use_and_sessions(t: common::TestStore) {
 /// none is; in between, only the stored key answers.
 async fn credentials_follow_the_stored_keys_request_by_request(t: common::TestStore) {
     let app = team(t, &[]);
-    let status = |headers: &'static [(&'static str, &'static str)]| {
-        let app = &app;
-        async move {
-            app.call("GET", "/api/projects", headers, Body::empty())
-                .await
-                .status
-        }
-    };
-    const NONE: &[(&str, &str)] = &[];
-    const MALFORMED: &[(&str, &str)] = &[("authorization", "Basic a2V5")];
-    const UNKNOWN: &[(&str, &str)] = &[("authorization", "Bearer no-such-key")];
-    for (name, headers) in [
-        ("none", NONE),
-        ("malformed", MALFORMED),
-        ("unknown", UNKNOWN),
-    ] {
-        assert_eq!(status(headers).await, StatusCode::OK, "no keys yet, {name}");
-    }
+    let every = |status: StatusCode| ASKS.map(|(name, _)| (name, status)).to_vec();
+    assert_eq!(answers(&app).await, every(StatusCode::OK), "no keys yet");
     let (id, key) = app.key("read", None).await;
-    for (name, headers) in [
-        ("none", NONE),
-        ("malformed", MALFORMED),
-        ("unknown", UNKNOWN),
-    ] {
-        assert_eq!(
-            status(headers).await,
-            StatusCode::UNAUTHORIZED,
-            "a key stored, {name}"
-        );
-    }
+    assert_eq!(
+        answers(&app).await,
+        every(StatusCode::UNAUTHORIZED),
+        "a key stored"
+    );
     assert_eq!(app.get("/api/projects", &key).await.status, StatusCode::OK);
-    assert!(app
-        .t
-        .store
-        .access()
-        .revoke_key(&id, 1)
-        .await
-        .expect("revoke"));
-    for (name, headers) in [
-        ("none", NONE),
-        ("malformed", MALFORMED),
-        ("unknown", UNKNOWN),
-    ] {
-        assert_eq!(
-            status(headers).await,
-            StatusCode::OK,
-            "the last key revoked, {name}"
-        );
-    }
+    assert!(app.revoke(&id, 1).await);
+    assert_eq!(
+        answers(&app).await,
+        every(StatusCode::OK),
+        "the last key revoked"
+    );
     assert_eq!(app.get("/api/projects", &key).await.status, StatusCode::OK);
+}
+
+/// Requests with no key, a malformed one and an unknown one.
+const ASKS: [(&str, &[(&str, &str)]); 3] = [
+    ("none", &[]),
+    ("malformed", &[("authorization", "Basic a2V5")]),
+    ("unknown", &[("authorization", "Bearer no-such-key")]),
+];
+
+/// How the server answers each of [`ASKS`].
+async fn answers(app: &crate::team::Team) -> Vec<(&'static str, StatusCode)> {
+    let mut answers = Vec::new();
+    for (name, headers) in ASKS {
+        let reply = app
+            .call("GET", "/api/projects", headers, Body::empty())
+            .await;
+        answers.push((name, reply.status));
+    }
+    answers
 }
 
 on_both!(tokio::test, |t| t;
