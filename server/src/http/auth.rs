@@ -370,6 +370,12 @@ pub async fn visible_run(state: &AppState, principal: &Principal, run_id: &str) 
     if principal.project.is_none() {
         return Ok(());
     }
+    seen_run(state, principal, run_id).await
+}
+
+/// 404 `run_not_found` unless the run exists and `principal` sees its project: one
+/// key lookup.
+pub async fn seen_run(state: &AppState, principal: &Principal, run_id: &str) -> ApiResult<()> {
     match state.store.reads().run_project(run_id).await? {
         Some(project) if principal.sees(&project) => Ok(()),
         _ => Err(ApiError::run_not_found(run_id)),

@@ -7,7 +7,7 @@ use axum::http::request::Parts;
 use treeline_wire::query::ListQuery;
 use treeline_wire::{check_id, RunDetail};
 
-use super::auth::{visible_run, Principal};
+use super::auth::{seen_run, visible_run, Principal};
 use super::error::ApiError;
 use super::params::find_run;
 use super::AppState;
@@ -64,10 +64,8 @@ impl FromRequestParts<AppState> for SeenRunId {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let run_id = path_run_id(parts, state).await?;
         let who = Principal::from_request_parts(parts, state).await?;
-        match state.store.reads().run_project(&run_id).await? {
-            Some(project) if who.sees(&project) => Ok(SeenRunId(run_id)),
-            _ => Err(ApiError::run_not_found(&run_id)),
-        }
+        seen_run(state, &who, &run_id).await?;
+        Ok(SeenRunId(run_id))
     }
 }
 
