@@ -121,8 +121,19 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
         TraceSort::Spans,
         TraceSort::Errors,
         TraceSort::Iterations,
+        TraceSort::Tokens,
     ] {
+        // What the list sorts by, as the trace shows it; ties go by trace id.
+        let value = |t: &treeline_wire::TraceSummary| match sort {
+            TraceSort::Updated => t.updated_us,
+            TraceSort::Duration => t.duration_us.unwrap_or(-1),
+            TraceSort::Spans => t.span_count,
+            TraceSort::Errors => t.error_count,
+            TraceSort::Iterations => t.iteration_count,
+            _ => t.token_count,
+        };
         for ascending in [false, true] {
+            let mut order = Vec::new();
             let mut seen = Vec::new();
             let mut query = TraceQuery {
                 limit: 7,
@@ -133,6 +144,7 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
             loop {
                 let page = s.reads().list_traces(&query).await.unwrap();
                 seen.extend(page.traces.iter().map(|t| t.trace_id.clone()));
+                order.extend(page.traces.iter().map(|t| (value(t), t.trace_id.clone())));
                 match page.next_cursor {
                     Some(c) => query.cursor = Some(Cursor::decode(&c).unwrap()),
                     None => break,
@@ -144,6 +156,10 @@ async fn trace_lists_filter_search_and_page_without_duplicates(s: S) {
                 (30, 30),
                 "{sort:?} ascending={ascending}"
             );
+            let in_order = order
+                .windows(2)
+                .all(|w| if ascending { w[0] < w[1] } else { w[0] > w[1] });
+            assert!(in_order, "{sort:?} ascending={ascending}: {order:?}");
         }
     }
     let by_duration = TraceQuery {
