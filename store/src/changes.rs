@@ -192,7 +192,7 @@ impl<DB: Dialect> Reader<DB> {
         // By trace: without statistics SQLite took the covering index by (run, key,
         // value) and read all of the run's numbers for each trace (94 s for 15,000
         // rows of the demo's GRPO run).
-        let by_trace = DB::use_index("trace_numbers_trace");
+        let by_trace = DB::by_primary_key();
         from(
             &mut q,
             terms,

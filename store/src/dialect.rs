@@ -246,6 +246,11 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// its statistics.
     fn use_index(index: &str) -> String;
 
+    /// Written after a table's name: read it through its primary key. On SQLite a
+    /// table without a rowid is its primary key, which `NOT INDEXED` leaves as the
+    /// only way in.
+    fn by_primary_key() -> &'static str;
+
     /// Writes the placeholder of the `n`th argument (from 1).
     fn placeholder(n: usize, out: &mut String);
 
@@ -415,6 +420,10 @@ impl Dialect for Sqlite {
 
     fn use_index(index: &str) -> String {
         format!(" INDEXED BY {index}")
+    }
+
+    fn by_primary_key() -> &'static str {
+        " NOT INDEXED"
     }
 
     fn has_digit(column: &str) -> String {
@@ -656,6 +665,10 @@ impl Dialect for Postgres {
 
     fn use_index(_: &str) -> String {
         String::new()
+    }
+
+    fn by_primary_key() -> &'static str {
+        ""
     }
 
     fn has_digit(column: &str) -> String {

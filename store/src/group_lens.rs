@@ -265,11 +265,11 @@ fn push_samples<'a, DB: Dialect>(
             DB::push_attr_number(q, "t.attributes", key);
             q.push(" AS TEXT)) AS g FROM ");
             push_driver(q, terms);
-            // The index by trace holds the value: one descent a sample, not two.
+            // The primary key by trace holds the value: one descent a sample.
             q.push(format!(
                 "traces t JOIN trace_numbers n{} ON n.run_id = t.run_id \
                  AND n.trace_id = t.trace_id AND n.key = ",
-                DB::use_index("trace_numbers_trace")
+                DB::by_primary_key()
             ))
             .bind(lens.value.as_str())
             .push(

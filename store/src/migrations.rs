@@ -139,6 +139,11 @@ const SQLITE: Embedded = Embedded(&[
         "trace sort indexes",
         include_str!("../migrations/sqlite/0025_trace_sort_indexes.sql"),
     ),
+    (
+        26,
+        "trace numbers without rowid",
+        include_str!("../migrations/sqlite/0026_trace_numbers_without_rowid.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -271,6 +276,11 @@ const POSTGRES: Embedded = Embedded(&[
         26,
         "trace sort indexes",
         include_str!("../migrations/postgres/0026_trace_sort_indexes.sql"),
+    ),
+    (
+        27,
+        "trace numbers key with value",
+        include_str!("../migrations/postgres/0027_trace_numbers_key_value.sql"),
     ),
 ]);
 

@@ -244,11 +244,11 @@ fn cells_sql<'a, DB: Dialect>(
     push_driver(&mut q, terms);
     q.push("traces t");
     if let Measure::Attr(key) = value {
-        // The index by trace holds the value: one descent a trace, not two.
+        // The primary key by trace holds the value: one descent a trace.
         q.push(format!(
             " LEFT JOIN trace_numbers n{} ON n.run_id = t.run_id \
              AND n.trace_id = t.trace_id AND n.key = ",
-            DB::use_index("trace_numbers_trace")
+            DB::by_primary_key()
         ))
         .bind(key.as_str());
     }

@@ -110,6 +110,9 @@ async fn postgres_schema() -> Schema {
            CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
            LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
           WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations'
+            -- A primary key's columns, not what it carries (SQLite's without a
+            -- rowid carries every column).
+            AND (NOT x.indisprimary OR k.ord <= x.indnkeyatts)
             AND (x.indisprimary OR NOT EXISTS
                  (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid))
           GROUP BY i.relname, t.relname, x.indisprimary",
