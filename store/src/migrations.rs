@@ -280,7 +280,7 @@ const POSTGRES: Embedded = Embedded(&[
     (
         27,
         "trace numbers key with value",
-        include_str!("../migrations/postgres/0027_trace_numbers_key_value.sql"),
+        include_str!("../migrations/postgres/0027_trace_numbers_key_with_value.sql"),
     ),
 ]);
 
