@@ -341,4 +341,67 @@ mod tests {
             assert_eq!(files, names, "{dir}: every file, in version order");
         }
     }
+
+    /// A store from before `trace_numbers` lost its rowid (26) keeps every number
+    /// through the rebuild, and a trace's later step still reaches its numbers.
+    #[tokio::test]
+    async fn a_roots_numbers_survive_the_rebuild_without_a_rowid() {
+        use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+        use sqlx::Row;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("old.db"))
+            .create_if_missing(true);
+        let pool = SqlitePool::connect_with(options).await.expect("open");
+        let before = Migrator::new(Embedded(&SQLITE.0[..25]))
+            .await
+            .expect("list");
+        before.run(&pool).await.expect("migrate to 25");
+        sqlx::raw_sql(
+            "INSERT INTO traces (run_id, trace_id, project, name, status, kinds, span_count, \
+             error_count, child_tokens, iteration_count, step, updated_us) \
+             VALUES ('r1', 't1', 'p', 'rollout', 'ok', 1, 1, 0, 0, 0, 3, 1); \
+             INSERT INTO trace_numbers (run_id, trace_id, key, project, value, step) \
+             VALUES ('r1', 't1', 'reward', 'p', 0.5, 3), ('r1', 't1', 'tokens', 'p', 812, 3), \
+                    ('r2', 't9', 'reward', 'p', -1, NULL);",
+        )
+        .execute(&pool)
+        .await
+        .expect("an older store's rows");
+
+        sqlite()
+            .await
+            .expect("list")
+            .run(&pool)
+            .await
+            .expect("migrate");
+        let table: String =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = 'trace_numbers'")
+                .fetch_one(&pool)
+                .await
+                .expect("table");
+        assert!(table.ends_with("WITHOUT ROWID"), "{table}");
+        sqlx::query("UPDATE traces SET step = 4 WHERE trace_id = 't1'")
+            .execute(&pool)
+            .await
+            .expect("a later step");
+        let rows: Vec<(String, String, f64, Option<i64>)> = sqlx::query(
+            "SELECT trace_id, key, value, step FROM trace_numbers ORDER BY run_id, trace_id, key",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("numbers")
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+        .collect();
+        assert_eq!(
+            rows,
+            [
+                ("t1".into(), "reward".into(), 0.5, Some(4)),
+                ("t1".into(), "tokens".into(), 812.0, Some(4)),
+                ("t9".into(), "reward".into(), -1.0, None),
+            ]
+        );
+    }
 }
