@@ -264,20 +264,20 @@ pub async fn soak(host: &dyn crate::Host, args: SoakArgs) -> Outcome {
         metrics.extend(report.metrics);
     }
     let write_time = started.elapsed();
-    let mut read_latencies = Vec::new();
+    let mut by_read = Vec::new();
     let mut read_tally = Tally::default();
     let (mut checked, mut inconsistent) = (0, 0);
     for task in readers {
         let report = task.await.context("a soak reader stopped")?;
-        read_latencies.extend(report.latencies);
+        by_read.extend(report.latencies);
         read_tally.add(&report.tally);
         checked += report.checked;
         inconsistent += report.inconsistent;
     }
     ack_latencies.sort();
-    let mut by_read = read_latencies.clone();
+    // By kind of read, then by time: each kind's times come out sorted.
     by_read.sort();
-    let mut read_latencies: Vec<Duration> = read_latencies.into_iter().map(|(_, d)| d).collect();
+    let mut read_latencies: Vec<Duration> = by_read.iter().map(|(_, d)| *d).collect();
     read_latencies.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     println!(
