@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use treeline_wire::changes::{ChangeKind, ChangeRow, Changes, ChangesQuery, CHANGES_MAX};
 use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 
-use super::dialect::{Dialect, Sql};
+use super::dialect::{Dialect, JsonDoc, Sql};
 use super::distribution::quantile;
 use super::reader::Reader;
 use super::rows::DbRow;
@@ -171,7 +171,7 @@ impl<DB: Dialect> Reader<DB> {
         }
 
         let mut q = Sql::new("SELECT ");
-        DB::push_attr_text(&mut q, "s.error", "type");
+        DB::push_attr_text(&mut q, JsonDoc::SpanError, "type");
         q.push(" AS error_type, COUNT(DISTINCT t.trace_id) AS traces");
         from(
             &mut q,

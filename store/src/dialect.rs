@@ -280,16 +280,18 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
         run_id: &'e str,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'e;
 
-    /// The member `key` of the JSON object text in column `doc` (`t.attributes`, a
-    /// span's `s.attributes` or `s.error`) as a floating-point number (an integer
-    /// too); NULL when it is missing or not a number.
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    /// The member `key` of the JSON object text `doc` as a floating-point number (an
+    /// integer too); NULL when it is missing or not a number.
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str);
     /// The member as a string (compared byte by byte); NULL unless a string.
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str);
     /// Whether the member is the boolean `value`.
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool);
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str, value: bool);
     /// Whether the member is there and not null.
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str);
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str);
+    /// A span's attributes column `doc`, keyed by code, as JSON object text keyed by
+    /// name ([`crate::attribute_codes`]).
+    fn named_attributes(doc: &str) -> String;
     /// A text column compared byte by byte, as [`Dialect::push_attr_text`] compares.
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str);
     /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
@@ -378,6 +380,50 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
 /// (Filter parsing keeps `"` out of names.)
 fn json_path(key: &str) -> String {
     format!("$.\"{key}\"")
+}
+
+/// A JSON object column that filters read a member of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonDoc {
+    /// A trace's root attributes, keyed by name.
+    RootAttributes,
+    /// A span's attributes, keyed by code ([`crate::attribute_codes`]).
+    SpanAttributes,
+    /// A span's error body.
+    SpanError,
+}
+
+impl std::fmt::Display for JsonDoc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JsonDoc::RootAttributes => "t.attributes",
+            JsonDoc::SpanAttributes => "s.attributes",
+            JsonDoc::SpanError => "s.error",
+        })
+    }
+}
+
+/// SQLite's path to member `key` of `doc`: a span's attributes look its code up
+/// (no code, a NULL path, matches nothing); other documents bind the name.
+fn push_path<'a>(q: &mut Sql<'a, Sqlite>, doc: JsonDoc, key: &'a str) {
+    if doc == JsonDoc::SpanAttributes {
+        q.push("(SELECT '$.\"' || code || '\"' FROM attribute_names WHERE name = ")
+            .bind(key)
+            .push(")");
+    } else {
+        q.bind(json_path(key));
+    }
+}
+
+/// PostgreSQL's key of member `key` of `doc`, as [`push_path`] finds it.
+fn push_key<'a>(q: &mut Sql<'a, Postgres>, doc: JsonDoc, key: &'a str) {
+    if doc == JsonDoc::SpanAttributes {
+        q.push("(SELECT code::text FROM attribute_names WHERE name = ")
+            .bind(key)
+            .push(")");
+    } else {
+        q.bind(key);
+    }
 }
 
 impl Dialect for Sqlite {
@@ -507,35 +553,43 @@ impl Dialect for Sqlite {
         format!("printf('{}', {})", pattern.join(","), args.join(", "))
     }
 
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN json_type({doc}, "))
-            .bind(json_path(key))
-            .push(format!(
-                ") IN ('integer', 'real') THEN CAST(json_extract({doc}, "
-            ))
-            .bind(json_path(key))
-            // REAL: SQLite keeps 0 and 0.5 apart as INTEGER and REAL.
-            .push(") AS REAL) END");
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("CASE WHEN json_type({doc}, "));
+        push_path(q, doc, key);
+        q.push(format!(
+            ") IN ('integer', 'real') THEN CAST(json_extract({doc}, "
+        ));
+        push_path(q, doc, key);
+        // REAL: SQLite keeps 0 and 0.5 apart as INTEGER and REAL.
+        q.push(") AS REAL) END");
     }
 
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN json_type({doc}, "))
-            .bind(json_path(key))
-            .push(format!(") = 'text' THEN json_extract({doc}, "))
-            .bind(json_path(key))
-            .push(") END");
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("CASE WHEN json_type({doc}, "));
+        push_path(q, doc, key);
+        q.push(format!(") = 'text' THEN json_extract({doc}, "));
+        push_path(q, doc, key);
+        q.push(") END");
     }
 
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool) {
-        q.push(format!("json_type({doc}, "))
-            .bind(json_path(key))
-            .push(if value { ") = 'true'" } else { ") = 'false'" });
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str, value: bool) {
+        q.push(format!("json_type({doc}, "));
+        push_path(q, doc, key);
+        q.push(if value { ") = 'true'" } else { ") = 'false'" });
     }
 
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("COALESCE(json_type({doc}, "))
-            .bind(json_path(key))
-            .push("), 'null') <> 'null'");
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("COALESCE(json_type({doc}, "));
+        push_path(q, doc, key);
+        q.push("), 'null') <> 'null'");
+    }
+
+    fn named_attributes(doc: &str) -> String {
+        // `->` hands each value over as its JSON text; CROSS JOIN keeps its order.
+        format!(
+            "(SELECT json_group_object(n.name, {doc} -> a.fullkey) FROM json_each({doc}) AS a \
+             CROSS JOIN attribute_names n ON n.code = CAST(a.key AS INTEGER))"
+        )
     }
 
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {
@@ -751,36 +805,45 @@ impl Dialect for Postgres {
     // cast must never see a string. `json`, not `jsonb`, where a member is read
     // out: the text is only scanned, not built into a document (half the time on a
     // run's scan).
-    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN json_typeof({doc}::json -> "))
-            .bind(key)
-            .push(format!(") = 'number' THEN ({doc}::json ->> "))
-            .bind(key)
-            .push(")::float8 END");
+    fn push_attr_number<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("CASE WHEN json_typeof({doc}::json -> "));
+        push_key(q, doc, key);
+        q.push(format!(") = 'number' THEN ({doc}::json ->> "));
+        push_key(q, doc, key);
+        q.push(")::float8 END");
     }
 
-    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("CASE WHEN json_typeof({doc}::json -> "))
-            .bind(key)
-            .push(format!(") = 'string' THEN ({doc}::json ->> "))
-            .bind(key)
-            .push(") END COLLATE \"C\"");
+    fn push_attr_text<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("CASE WHEN json_typeof({doc}::json -> "));
+        push_key(q, doc, key);
+        q.push(format!(") = 'string' THEN ({doc}::json ->> "));
+        push_key(q, doc, key);
+        q.push(") END COLLATE \"C\"");
     }
 
-    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str, value: bool) {
-        q.push(format!("({doc}::jsonb -> "))
-            .bind(key)
-            .push(if value {
-                ") = 'true'::jsonb"
-            } else {
-                ") = 'false'::jsonb"
-            });
+    fn push_attr_is<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str, value: bool) {
+        q.push(format!("({doc}::jsonb -> "));
+        push_key(q, doc, key);
+        q.push(if value {
+            ") = 'true'::jsonb"
+        } else {
+            ") = 'false'::jsonb"
+        });
     }
 
-    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: &'static str, key: &'a str) {
-        q.push(format!("COALESCE(jsonb_typeof({doc}::jsonb -> "))
-            .bind(key)
-            .push("), 'null') <> 'null'");
+    fn push_attr_exists<'a>(q: &mut Sql<'a, Self>, doc: JsonDoc, key: &'a str) {
+        q.push(format!("COALESCE(jsonb_typeof({doc}::jsonb -> "));
+        push_key(q, doc, key);
+        q.push("), 'null') <> 'null'");
+    }
+
+    fn named_attributes(doc: &str) -> String {
+        // `json`, not `jsonb`: the names stay in the order they were stored in.
+        format!(
+            "COALESCE((SELECT json_object_agg(n.name, a.value ORDER BY a.at) \
+             FROM json_each({doc}::json) WITH ORDINALITY AS a(key, value, at) \
+             JOIN attribute_names n ON n.code = a.key::bigint)::text, '{{}}')"
+        )
     }
 
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {

@@ -12,7 +12,7 @@ use treeline_wire::groups::{
     Group, GroupBy, GroupStep, Groups, GroupsQuery, Sample, GROUP_RANKED, GROUP_STEPS_MAX,
 };
 
-use super::dialect::{Dialect, Sql};
+use super::dialect::{Dialect, JsonDoc, Sql};
 use super::reader::Reader;
 use super::rows::DbRow;
 use super::search::{push_driver, Term};
@@ -262,7 +262,7 @@ fn push_samples<'a, DB: Dialect>(
             // A number key read out of the attributes only where there is no string
             // (COALESCE reads its second argument then): most keys are strings.
             q.push("t.root_span_id AS span_id, n.value AS v, COALESCE(gs.value, CAST(");
-            DB::push_attr_number(q, "t.attributes", key);
+            DB::push_attr_number(q, JsonDoc::RootAttributes, key);
             q.push(" AS TEXT)) AS g FROM ");
             push_driver(q, terms);
             // The primary key by trace holds the value: one descent a sample.
@@ -280,7 +280,7 @@ fn push_samples<'a, DB: Dialect>(
         }
         GroupBy::Children => {
             q.push("s.span_id AS span_id, ");
-            DB::push_attr_number(q, "s.attributes", &lens.value);
+            DB::push_attr_number(q, JsonDoc::SpanAttributes, &lens.value);
             q.push(" AS v, t.trace_id AS g FROM ");
             push_driver(q, terms);
             q.push(

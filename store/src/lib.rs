@@ -12,6 +12,7 @@ pub mod ingest;
 
 mod access;
 mod annotations;
+mod attribute_codes;
 mod body_text;
 mod changes;
 mod checkpoint;

@@ -144,6 +144,11 @@ const SQLITE: Embedded = Embedded(&[
         "trace numbers without rowid",
         include_str!("../migrations/sqlite/0026_trace_numbers_without_rowid.sql"),
     ),
+    (
+        27,
+        "attribute names",
+        include_str!("../migrations/sqlite/0027_attribute_names.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -282,6 +287,11 @@ const POSTGRES: Embedded = Embedded(&[
         "trace numbers key with value",
         include_str!("../migrations/postgres/0027_trace_numbers_key_with_value.sql"),
     ),
+    (
+        28,
+        "attribute names",
+        include_str!("../migrations/postgres/0028_attribute_names.sql"),
+    ),
 ]);
 
 impl<'s> MigrationSource<'s> for Embedded {
@@ -403,5 +413,60 @@ mod tests {
                 ("t9".into(), "reward".into(), -1.0, None),
             ]
         );
+    }
+    /// A store from before attribute codes (27) keeps every span attribute, value
+    /// for value, and reads them back by name.
+    #[tokio::test]
+    async fn span_attributes_keep_their_names_and_values_once_coded() {
+        use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
+        use sqlx::Sqlite;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("old.db"))
+            .create_if_missing(true);
+        let pool = SqlitePool::connect_with(options).await.expect("open");
+        let before = Migrator::new(Embedded(&SQLITE.0[..26]))
+            .await
+            .expect("list");
+        before.run(&pool).await.expect("migrate to 26");
+        let attributes = r#"{"user.id":"u\"42","p":0.30000000000000004,"n":12345678901234567890,"ok":true,"no":false,"nil":null,"o":{"k":[1,2]},"say \"hi\"":"ü","a\\b":[true],"":2.5}"#;
+        sqlx::query(
+            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+             child_count, error_count, attr_count, attributes) \
+             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 10, ?1), \
+                    ('r1', 't1', 's2', 'tool', 'ok', 1, 1, 0, 0, 0, '{}'), \
+                    ('r1', 't1', 's3', 'env', 'ok', 1, 1, 0, 0, 1, '{\"p\":1}')",
+        )
+        .bind(attributes)
+        .execute(&pool)
+        .await
+        .expect("an older store's spans");
+
+        sqlite()
+            .await
+            .expect("list")
+            .run(&pool)
+            .await
+            .expect("migrate");
+        let stored: Vec<String> =
+            sqlx::query_scalar("SELECT attributes FROM spans ORDER BY span_id")
+                .fetch_all(&pool)
+                .await
+                .expect("stored");
+        assert!(!stored[0].contains("user.id"), "coded: {}", stored[0]);
+        let named: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT {} FROM spans s ORDER BY span_id",
+            <Sqlite as crate::dialect::Dialect>::named_attributes("s.attributes")
+        ))
+        .fetch_all(&pool)
+        .await
+        .expect("named");
+        let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).expect("JSON");
+        assert_eq!(parse(&named[0]), parse(attributes));
+        assert!(named[0].contains("0.30000000000000004"), "{}", named[0]);
+        assert!(named[0].contains("12345678901234567890"), "{}", named[0]);
+        assert_eq!(named[1], "{}");
+        assert_eq!(named[2], r#"{"p":1}"#);
     }
 }

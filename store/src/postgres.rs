@@ -15,6 +15,7 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
 use super::annotations;
+use super::attribute_codes::BatchCodes;
 use super::body_text;
 use super::dialect::Sql;
 use super::postgres_group::Groups;
@@ -192,7 +193,8 @@ impl Loader for PgLoader<'_, '_> {
         span_id: &str,
     ) -> StoreResult<Vec<String>> {
         Ok(sqlx::query_scalar(
-            "SELECT jsonb_object_keys(s.attributes::jsonb) FROM spans s
+            "SELECT n.name FROM spans s CROSS JOIN LATERAL jsonb_object_keys(s.attributes::jsonb) AS a(code)
+               JOIN attribute_names n ON n.code = a.code::bigint
               WHERE s.run_id = $1 AND s.trace_id = $2 AND s.span_id = $3",
         )
         .bind(self.run_id)
@@ -221,10 +223,19 @@ pub(super) async fn write_plan(
     run_id: &str,
     project: &str,
     plan: &Plan,
+    codes: &BatchCodes,
     now: i64,
 ) -> StoreResult<()> {
-    for chunk in plan.spans.chunks(SPAN_CHUNK) {
-        run(tx, |q| statements::span_upsert(q, run_id, chunk)).await?;
+    let attributes = codes.encode_all(&plan.spans)?;
+    for (chunk, attributes) in plan
+        .spans
+        .chunks(SPAN_CHUNK)
+        .zip(attributes.chunks(SPAN_CHUNK))
+    {
+        run(tx, |q| {
+            statements::span_upsert(q, run_id, chunk, attributes)
+        })
+        .await?;
     }
     let docs = body_text::docs(&plan.spans);
     for chunk in docs.chunks(body_text::DOC_CHUNK) {

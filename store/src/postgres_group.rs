@@ -14,6 +14,7 @@ use sqlx::Postgres;
 use tokio::sync::Notify;
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::attribute_codes::{self, Codes};
 use super::dialect::Dialect;
 use super::group::{GroupCommit, Refused};
 use super::merge::{self, BatchJob};
@@ -39,6 +40,7 @@ const MOST_YIELD: Duration = Duration::from_millis(50);
 pub(super) struct Groups {
     shards: Vec<GroupCommit<BatchJob>>,
     yields: Arc<Yield>,
+    codes: Arc<Codes>,
 }
 
 impl Groups {
@@ -54,6 +56,7 @@ impl Groups {
                     .as_ref()
                     .is_some_and(|pool| usize::try_from(pool.size()).unwrap_or(0) > pool.num_idle())
             }))),
+            codes: Arc::default(),
         }
     }
 
@@ -76,10 +79,10 @@ impl Groups {
             now,
             reply,
         };
-        let (pool, yields) = (pool.clone(), self.yields.clone());
+        let (pool, yields, codes) = (pool.clone(), self.yields.clone(), self.codes.clone());
         let write = move |jobs| async move {
             let _writing = yields.enter().await;
-            write_group(pool, jobs).await;
+            write_group(pool, &codes, jobs).await;
         };
         let weight = |job: &BatchJob| job.batch.events.len().max(1);
         match gate.submit(job, answer, weight, write).await {
@@ -143,9 +146,9 @@ impl Drop for Writing<'_> {
 
 /// Writes a group in one transaction and answers each batch; a failed transaction
 /// fails them all, and none was acknowledged.
-async fn write_group(pool: PgPool, jobs: Vec<BatchJob>) {
+async fn write_group(pool: PgPool, codes: &Codes, jobs: Vec<BatchJob>) {
     let (replies, work) = merge::split(jobs);
-    merge::answer_group(replies, write_together(&pool, work).await);
+    merge::answer_group(replies, write_together(&pool, codes, work).await);
 }
 
 /// A group's batches, one merged batch per run, in one transaction. Each batch is
@@ -153,8 +156,12 @@ async fn write_group(pool: PgPool, jobs: Vec<BatchJob>) {
 /// replays that answer, and an unknown run fails only its own batch.
 async fn write_together(
     pool: &PgPool,
+    codes: &Codes,
     work: merge::Work,
 ) -> StoreResult<Vec<StoreResult<Written>>> {
+    let codes = codes
+        .resolve::<Postgres>(pool, &attribute_codes::names_of(&work))
+        .await?;
     let mut tx = pool.begin().await?;
     // Every run's lock first, in one order: two servers' groups that share runs then
     // never wait for each other in a circle.
@@ -178,7 +185,7 @@ async fn write_together(
                 run_id: &run.run_id,
             };
             let plan = plan_batch(loader, events, run.now).await?;
-            write_plan(&mut tx, &run.run_id, &run.project, &plan, run.now).await?;
+            write_plan(&mut tx, &run.run_id, &run.project, &plan, &codes, run.now).await?;
             warnings = plan.warnings;
         }
         sorted.answer_run(&mut run, warnings, &mut records)?;

@@ -240,7 +240,7 @@ impl<DB: Dialect> Reader<DB> {
     fn opened_spans<'a>(run_id: &'a str, trace_id: &'a str) -> Sql<'a, DB> {
         let mut q = Sql::new(format!(
             "SELECT {SPAN_NODE_COLUMNS}, {} FROM spans s WHERE s.run_id = ",
-            rows::SPAN_BODY_COLUMNS
+            rows::span_body_columns::<DB>()
         ));
         q.bind(run_id)
             .push(" AND s.trace_id = ")

@@ -7,6 +7,7 @@ use treeline_wire::{
     RunDetail, RunStatus, RunSummary, SpanDetail, SpanKind, SpanLink, SpanNode, TraceSummary,
 };
 
+use super::dialect::Dialect;
 use super::sizes::SizeScale;
 use super::{IdempotencyRecord, StoreError, StoreResult};
 use crate::ingest::{SpanState, TraceState};
@@ -88,9 +89,14 @@ pub(super) const SPAN_NODE_COLUMNS: &str =
      s.status, s.start_us, s.end_us, s.step, s.rank, s.ordinal, s.child_count, s.error_count, \
      s.token_count";
 
-pub(super) const SPAN_BODY_COLUMNS: &str =
-    "s.thread_id, s.attributes, s.metrics, s.links, s.input, s.input_z, \
-     s.output, s.output_z, s.error, s.input_truncated, s.output_truncated";
+/// A span's columns past its node's, its attributes keyed by name again.
+pub(super) fn span_body_columns<DB: Dialect>() -> String {
+    format!(
+        "s.thread_id, {} AS attributes, s.metrics, s.links, s.input, s.input_z, \
+         s.output, s.output_z, s.error, s.input_truncated, s.output_truncated",
+        DB::named_attributes("s.attributes")
+    )
+}
 
 pub(super) const TRACE_STATE_COLUMNS: &str =
     "t.trace_id, t.root_span_id, t.name, t.kind, t.status, \

@@ -2,6 +2,7 @@
 //! allows one writer at a time anyway) and a pool of readers.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,6 +18,7 @@ use treeline_wire::{MetricPoint, RunFinish, RunUpsert};
 
 use super::access::{Access, AccessStore};
 use super::annotations;
+use super::attribute_codes::{self, BatchCodes, Codes};
 use super::body_text;
 use super::checkpoint::{self, Kick};
 use super::dialect::Sql;
@@ -62,6 +64,7 @@ pub struct SqliteStore {
     access: AccessStore<Sqlite>,
     batches: GroupCommit<BatchJob>,
     checkpoints: Kick,
+    codes: Arc<Codes>,
 }
 
 impl SqliteStore {
@@ -118,6 +121,7 @@ impl SqliteStore {
             reader: Reader::new(reader),
             batches: GroupCommit::new(GROUP_MAX_EVENTS, QUEUE_MAX_EVENTS),
             checkpoints: checkpoint::start(checkpointer),
+            codes: Arc::default(),
         })
     }
 
@@ -175,7 +179,8 @@ impl Loader for SqliteLoader<'_, '_> {
         span_id: &str,
     ) -> StoreResult<Vec<String>> {
         Ok(sqlx::query_scalar(
-            "SELECT a.key FROM spans s, json_each(s.attributes) AS a
+            "SELECT n.name FROM spans s, json_each(s.attributes) AS a
+               JOIN attribute_names n ON n.code = CAST(a.key AS INTEGER)
               WHERE s.run_id = ?1 AND s.trace_id = ?2 AND s.span_id = ?3",
         )
         .bind(self.run_id)
@@ -194,10 +199,16 @@ async fn insert_spans(
     run_id: &str,
     project: &str,
     plan: &Plan,
+    codes: &BatchCodes,
 ) -> StoreResult<()> {
-    for chunk in plan.spans.chunks(SPAN_CHUNK) {
+    let attributes = codes.encode_all(&plan.spans)?;
+    for (chunk, attributes) in plan
+        .spans
+        .chunks(SPAN_CHUNK)
+        .zip(attributes.chunks(SPAN_CHUNK))
+    {
         let mut q = Sql::<Sqlite>::new("");
-        statements::span_upsert(&mut q, run_id, chunk);
+        statements::span_upsert(&mut q, run_id, chunk, attributes);
         q.query()?.execute(&mut **tx).await?;
     }
     let docs = body_text::docs(&plan.spans);
@@ -281,9 +292,14 @@ fn push_records<'a>(q: &mut Sql<'a, Sqlite>, records: &'a [IdempotencyRecord], n
 /// Writes a group of event batches in one transaction and answers each. A batch
 /// for an unknown run is answered alone; a failed transaction fails them all, and
 /// none was acknowledged.
-async fn write_group(writer: SqlitePool, checkpoints: Kick, jobs: Vec<BatchJob>) {
+async fn write_group(
+    writer: SqlitePool,
+    checkpoints: Kick,
+    codes: Arc<Codes>,
+    jobs: Vec<BatchJob>,
+) {
     let (replies, work) = merge::split(jobs);
-    if merge::answer_group(replies, write_together(&writer, work).await) {
+    if merge::answer_group(replies, write_together(&writer, &codes, work).await) {
         checkpoints.committed();
     }
 }
@@ -293,8 +309,12 @@ async fn write_group(writer: SqlitePool, checkpoints: Kick, jobs: Vec<BatchJob>)
 /// replays that answer, and an unknown run fails only its own batch.
 async fn write_together(
     writer: &SqlitePool,
+    codes: &Codes,
     work: merge::Work,
 ) -> StoreResult<Vec<StoreResult<Written>>> {
+    let codes = codes
+        .resolve::<Sqlite>(writer, &attribute_codes::names_of(&work))
+        .await?;
     let mut tx = writer.begin().await?;
     let mut sorted = merge::sort::<Sqlite>(&mut tx, work).await?;
     let mut records = Vec::new();
@@ -308,7 +328,7 @@ async fn write_together(
                 run_id: &run.run_id,
             };
             plan = plan_batch(loader, events, run.now).await?;
-            insert_spans(&mut tx, &run.run_id, &run.project, &plan).await?;
+            insert_spans(&mut tx, &run.run_id, &run.project, &plan, &codes).await?;
         }
         let warnings = std::mem::take(&mut plan.warnings);
         sorted.answer_run(&mut run, warnings, &mut records)?;
@@ -431,7 +451,8 @@ impl Ingest for SqliteStore {
             reply,
         };
         let (writer, checkpoints) = (self.writer.clone(), self.checkpoints.clone());
-        let write = move |jobs| write_group(writer, checkpoints, jobs);
+        let codes = self.codes.clone();
+        let write = move |jobs| write_group(writer, checkpoints, codes, jobs);
         let weight = |job: &BatchJob| job.batch.events.len().max(1);
         match self.batches.submit(job, answer, weight, write).await {
             Ok(answer) => answer,
@@ -514,7 +535,9 @@ mod tests {
             ("nope".to_string(), keyed("k2", "b"), 2),
             ("r1".to_string(), keyed("k1", "c"), 2),
         ];
-        let answers = write_together(&store.writer, work).await.expect("group");
+        let answers = write_together(&store.writer, &store.codes, work)
+            .await
+            .expect("group");
         assert!(matches!(&answers[0], Ok(Written::Stored(a)) if a.accepted == 1));
         assert!(matches!(&answers[1], Err(StoreError::RunNotFound(_))));
         // The third reuses k1 with another body: it gets k1's record (the HTTP layer

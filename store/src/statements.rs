@@ -70,10 +70,12 @@ pub(super) fn push_rows<'a, DB: Dialect, I: IntoIterator, const N: usize>(
 
 /// Upserts spans; a stored span's attribute and metric maps are merged, not
 /// replaced, and a body it already has is kept unless a new one arrives.
+/// `attributes`: each span's, keyed by code ([`crate::attribute_codes`]).
 pub(super) fn span_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     spans: &'a [SpanWrite],
+    attributes: &'a [String],
 ) {
     q.push(
         "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
@@ -82,7 +84,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
          output_truncated, input, output, error, input_hash, output_hash, error_hash, input_z, \
          output_z) ",
     );
-    push_rows(q, spans, |w| {
+    push_rows(q, spans.iter().zip(attributes), |(w, attributes)| {
         let s = &w.state;
         [
             run_id.into(),
@@ -105,7 +107,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
             s.error_count.into(),
             s.token_count.into(),
             s.attr_count.into(),
-            rows::object_json(&w.attributes).into(),
+            attributes.into(),
             rows::object_json(&w.metrics).into(),
             rows::links_json(&w.links).into(),
             w.input.as_ref().is_some_and(|b| b.truncated).into(),

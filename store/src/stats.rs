@@ -9,7 +9,7 @@ use treeline_wire::filter::ATTR_PREFIX;
 use treeline_wire::stats::{Measure, Stats, StatsQuery};
 use treeline_wire::Invalid;
 
-use super::dialect::{Dialect, Sql};
+use super::dialect::{Dialect, JsonDoc, Sql};
 use super::distribution::{summarize, Cell};
 use super::reader::Reader;
 use super::rows::DbRow;
@@ -205,7 +205,7 @@ impl<DB: Dialect> Reader<DB> {
         let mut q = Sql::new("SELECT 1 AS one FROM traces t WHERE t.run_id = ");
         q.bind(query.run_id.as_deref().unwrap_or_default())
             .push(" AND ");
-        DB::push_attr_text(&mut q, "t.attributes", key);
+        DB::push_attr_text(&mut q, JsonDoc::RootAttributes, key);
         q.push(" IS NOT NULL LIMIT 1");
         Ok(!self.rows(q).await?.is_empty())
     }

@@ -8,7 +8,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, Total, TraceFilter, Valu
 use treeline_wire::{SpanStatus, TraceList, TraceSummary, MATCH_COUNT_LIMIT};
 
 use super::body_text::BodySearch;
-use super::dialect::{Dialect, Sql};
+use super::dialect::{Dialect, JsonDoc, Sql};
 use super::filter_terms::looked_up_span_filters;
 use super::reader::{Keyset, Reader};
 use super::rows::{self, DbRow, TRACE_COLUMNS};
@@ -480,10 +480,10 @@ pub(super) fn push_span_filter<'a, DB: Dialect>(
                 // Written as the error-type index is, so a run's spans are found
                 // through it rather than each error body read.
                 Test::Compare(Op::Eq, Value::Text(text)) => DB::push_error_type_is(q, text),
-                _ => push_member(q, "s.error", "type", test),
+                _ => push_member(q, JsonDoc::SpanError, "type", test),
             };
         }
-        SpanField::Attr(key) => return push_member(q, "s.attributes", key, test),
+        SpanField::Attr(key) => return push_member(q, JsonDoc::SpanAttributes, key, test),
     };
     match test {
         Test::Exists => {
@@ -544,12 +544,7 @@ fn push_in<'a, DB: Dialect>(
 }
 
 /// Pushes a test of the member `key` of the JSON object in column `doc`.
-fn push_member<'a, DB: Dialect>(
-    q: &mut Sql<'a, DB>,
-    doc: &'static str,
-    key: &'a str,
-    test: &'a Test,
-) {
+fn push_member<'a, DB: Dialect>(q: &mut Sql<'a, DB>, doc: JsonDoc, key: &'a str, test: &'a Test) {
     match test {
         Test::Exists => DB::push_attr_exists(q, doc, key),
         Test::Compare(op, value) => push_member_compare(q, doc, key, *op, value),
@@ -561,7 +556,7 @@ fn push_member<'a, DB: Dialect>(
 
 fn push_member_compare<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
-    doc: &'static str,
+    doc: JsonDoc,
     key: &'a str,
     op: Op,
     value: &'a Value,
@@ -669,7 +664,7 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter, ac
                 push_total_compare(q, total(*t), op, value)
             })
         }
-        (Field::Attr(key), test) => push_member(q, "t.attributes", key, test),
+        (Field::Attr(key), test) => push_member(q, JsonDoc::RootAttributes, key, test),
         (Field::Note(name), test) => push_note(q, name, test, across_runs),
         // `push_conditions` puts a list's span filters in one condition.
         (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter), false),

@@ -312,9 +312,14 @@ impl<L: Loader> Batch<'_, L> {
             return Ok(());
         }
         let is_root = open.parent_span_id.is_none();
-        let attribute_bytes = sizes::map_bytes(&open.attributes);
+        // A root's attributes are kept twice: coded on its span, named on its trace.
         let bytes = sizes::len(&open.name)
-            + attribute_bytes * if is_root { 2 } else { 1 }
+            + sizes::coded_map_bytes(&open.attributes)
+            + if is_root {
+                sizes::map_bytes(&open.attributes)
+            } else {
+                0
+            }
             + open
                 .input
                 .as_ref()
@@ -413,7 +418,7 @@ impl<L: Loader> Batch<'_, L> {
             .flatten()
             .map(|b| sizes::body_bytes(&b.json))
             .sum::<i64>()
-            + sizes::map_bytes(&close.attributes)
+            + sizes::coded_map_bytes(&close.attributes)
             + sizes::map_bytes(&close.metrics)
             + 64 * i64::try_from(close.links.len()).unwrap_or(i64::MAX);
         self.weigh(trace_id, bytes);

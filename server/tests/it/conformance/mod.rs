@@ -16,6 +16,7 @@ fn filters(raw: &[impl AsRef<str>]) -> Vec<treeline_wire::filter::TraceFilter> {
 }
 
 mod annotations;
+mod attribute_codes;
 mod batches;
 mod ingest_rules;
 mod invariance;
