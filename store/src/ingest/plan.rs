@@ -56,6 +56,9 @@ pub struct TraceWrite {
     pub state: TraceState,
     /// Root attributes to merge into the summary's.
     pub attributes: Map<String, Value>,
+    /// Whether the trace was stored before this batch: only then can a root
+    /// attribute have a value row of another type to delete.
+    pub stored: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -213,6 +216,7 @@ pub async fn plan_batch<L: Loader>(
             write: TraceWrite {
                 state,
                 attributes: Map::new(),
+                stored: true,
             },
         };
         batch
@@ -255,6 +259,7 @@ fn trace_entry<'t>(
         let write = TraceWrite {
             state: TraceState::new(trace_id, now),
             attributes: Map::new(),
+            stored: false,
         };
         let touched = Touched {
             write,
