@@ -352,22 +352,33 @@ mod tests {
         }
     }
 
-    /// A store from before `trace_numbers` lost its rowid (26) keeps every number
-    /// through the rebuild, and a trace's later step still reaches its numbers.
-    #[tokio::test]
-    async fn a_roots_numbers_survive_the_rebuild_without_a_rowid() {
+    /// A SQLite file in a new directory, migrated up to `version` only, as a store
+    /// made by an older server would be.
+    async fn sqlite_at(version: usize) -> (tempfile::TempDir, sqlx::SqlitePool) {
         use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
-        use sqlx::Row;
 
         let dir = tempfile::tempdir().expect("temp dir");
         let options = SqliteConnectOptions::new()
             .filename(dir.path().join("old.db"))
             .create_if_missing(true);
         let pool = SqlitePool::connect_with(options).await.expect("open");
-        let before = Migrator::new(Embedded(&SQLITE.0[..25]))
+        let before = Migrator::new(Embedded(&SQLITE.0[..version]))
             .await
             .expect("list");
-        before.run(&pool).await.expect("migrate to 25");
+        before
+            .run(&pool)
+            .await
+            .expect("migrate to an older version");
+        (dir, pool)
+    }
+
+    /// A store from before `trace_numbers` lost its rowid (26) keeps every number
+    /// through the rebuild, and a trace's later step still reaches its numbers.
+    #[tokio::test]
+    async fn a_roots_numbers_survive_the_rebuild_without_a_rowid() {
+        use sqlx::Row;
+
+        let (_dir, pool) = sqlite_at(25).await;
         sqlx::raw_sql(
             "INSERT INTO traces (run_id, trace_id, project, name, status, kinds, span_count, \
              error_count, child_tokens, iteration_count, step, updated_us) \
@@ -414,22 +425,14 @@ mod tests {
             ]
         );
     }
+
     /// A store from before attribute codes (27) keeps every span attribute, value
     /// for value, and reads them back by name.
     #[tokio::test]
     async fn span_attributes_keep_their_names_and_values_once_coded() {
-        use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
         use sqlx::Sqlite;
 
-        let dir = tempfile::tempdir().expect("temp dir");
-        let options = SqliteConnectOptions::new()
-            .filename(dir.path().join("old.db"))
-            .create_if_missing(true);
-        let pool = SqlitePool::connect_with(options).await.expect("open");
-        let before = Migrator::new(Embedded(&SQLITE.0[..26]))
-            .await
-            .expect("list");
-        before.run(&pool).await.expect("migrate to 26");
+        let (_dir, pool) = sqlite_at(26).await;
         let attributes = r#"{"user.id":"u\"42","p":0.30000000000000004,"n":12345678901234567890,"ok":true,"no":false,"nil":null,"o":{"k":[1,2]},"say \"hi\"":"ü","a\\b":[true],"":2.5}"#;
         sqlx::query(
             "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \

@@ -4,29 +4,8 @@
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write, TestStore};
 use serde_json::json;
-use treeline_server::store::TraceQuery;
 
-/// The traces of `r1` that `filter` keeps.
-async fn matching(t: &TestStore, filter: &str) -> Vec<String> {
-    let query = TraceQuery {
-        run_id: Some("r1".into()),
-        filters: super::filters(&[filter]),
-        limit: 100,
-        ..Default::default()
-    };
-    let mut ids: Vec<String> = t
-        .store
-        .reads()
-        .list_traces(&query)
-        .await
-        .expect("list")
-        .traces
-        .into_iter()
-        .map(|t| t.trace_id)
-        .collect();
-    ids.sort();
-    ids
-}
+use super::trace_lists::matching;
 
 async fn span_attributes_read_back_by_name_and_each_name_is_stored_once(t: TestStore) {
     let s = &t.store;
@@ -74,18 +53,18 @@ async fn span_attributes_read_back_by_name_and_each_name_is_stored_once(t: TestS
     let once = "SELECT COUNT(*) FROM attribute_names WHERE name LIKE 'gen_ai.%'";
     assert_eq!(t.count(once).await, 2);
 
-    assert_eq!(
-        matching(&t, "span.attr.gen_ai.request.model = large").await,
-        ["t2"]
-    );
-    assert_eq!(
-        matching(&t, "span.attr.gen_ai.usage.output_tokens > 800").await,
-        ["t1", "t2"]
-    );
-    assert_eq!(matching(&t, "span.attr.ok = true").await, ["t1", "t2"]);
-    // A name no span has ever carried has no code, and matches nothing.
-    assert!(matching(&t, "span.attr.never.sent exists").await.is_empty());
-    assert!(matching(&t, "span.attr.never.sent != 1").await.is_empty());
+    // Each filter and the traces it keeps, t1 and t2 by number. A name no span has
+    // ever carried has no code, and matches nothing.
+    let cases: [(&str, &[i64]); 5] = [
+        ("span.attr.gen_ai.request.model = large", &[2]),
+        ("span.attr.gen_ai.usage.output_tokens > 800", &[1, 2]),
+        ("span.attr.ok = true", &[1, 2]),
+        ("span.attr.never.sent exists", &[]),
+        ("span.attr.never.sent != 1", &[]),
+    ];
+    for (filter, want) in cases {
+        assert_eq!(matching(s, &[filter]).await, want, "{filter}");
+    }
 }
 
 on_both!(tokio::test, |t| t;

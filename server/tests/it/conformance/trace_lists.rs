@@ -335,7 +335,7 @@ async fn attribute_run(s: &S) {
 }
 
 /// The trace ids (their numbers) a list of run r1 with `filters` gives, in id order.
-async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
+pub(super) async fn matching(s: &S, filters: &[&str]) -> Vec<i64> {
     let scope = TraceQuery {
         run_id: Some("r1".into()),
         ..Default::default()
