@@ -294,6 +294,18 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             filter("span.error_type%20%3D%20TimeoutError"),
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
         ),
+        // A span attribute, set on the root span: a common value, then a rare one
+        // (one group of 8 samples), each found through the span's attribute codes.
+        (
+            format!("span.attr.task_family = {}, first page", FAMILIES[0]),
+            filter(&format!("span.attr.task_family%20%3D%20{}", FAMILIES[0])),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.group_id = one group of 8, first page".to_string(),
+            filter("span.attr.group_id%20%3D%20s010-p000"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == GROUP)),
+        ),
     ];
     // A sort's first page: 50 traces, in the order asked.
     let sorted = |field: &'static str, descending: bool| -> Check {
