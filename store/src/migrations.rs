@@ -372,6 +372,16 @@ mod tests {
         (dir, pool)
     }
 
+    /// Runs every migration on `pool`, as a newer server opening it would.
+    async fn upgrade(pool: &sqlx::SqlitePool) {
+        sqlite()
+            .await
+            .expect("list")
+            .run(pool)
+            .await
+            .expect("migrate");
+    }
+
     /// A store from before `trace_numbers` lost its rowid (26) keeps every number
     /// through the rebuild, and a trace's later step still reaches its numbers.
     #[tokio::test]
@@ -391,12 +401,7 @@ mod tests {
         .await
         .expect("an older store's rows");
 
-        sqlite()
-            .await
-            .expect("list")
-            .run(&pool)
-            .await
-            .expect("migrate");
+        upgrade(&pool).await;
         let table: String =
             sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = 'trace_numbers'")
                 .fetch_one(&pool)
@@ -446,12 +451,7 @@ mod tests {
         .await
         .expect("an older store's spans");
 
-        sqlite()
-            .await
-            .expect("list")
-            .run(&pool)
-            .await
-            .expect("migrate");
+        upgrade(&pool).await;
         let stored: Vec<String> =
             sqlx::query_scalar("SELECT attributes FROM spans ORDER BY span_id")
                 .fetch_all(&pool)

@@ -226,16 +226,10 @@ pub(super) async fn write_plan(
     codes: &BatchCodes,
     now: i64,
 ) -> StoreResult<()> {
-    let attributes = codes.encode_all(&plan.spans)?;
-    for (chunk, attributes) in plan
-        .spans
-        .chunks(SPAN_CHUNK)
-        .zip(attributes.chunks(SPAN_CHUNK))
-    {
-        run(tx, |q| {
-            statements::span_upsert(q, run_id, chunk, attributes)
-        })
-        .await?;
+    for chunk in plan.spans.chunks(SPAN_CHUNK) {
+        let mut q = Sql::<Postgres>::new("");
+        statements::span_upsert(&mut q, run_id, chunk, codes)?;
+        q.query()?.execute(&mut **tx).await?;
     }
     let docs = body_text::docs(&plan.spans);
     for chunk in docs.chunks(body_text::DOC_CHUNK) {

@@ -201,14 +201,9 @@ async fn insert_spans(
     plan: &Plan,
     codes: &BatchCodes,
 ) -> StoreResult<()> {
-    let attributes = codes.encode_all(&plan.spans)?;
-    for (chunk, attributes) in plan
-        .spans
-        .chunks(SPAN_CHUNK)
-        .zip(attributes.chunks(SPAN_CHUNK))
-    {
+    for chunk in plan.spans.chunks(SPAN_CHUNK) {
         let mut q = Sql::<Sqlite>::new("");
-        statements::span_upsert(&mut q, run_id, chunk, attributes);
+        statements::span_upsert(&mut q, run_id, chunk, codes)?;
         q.query()?.execute(&mut **tx).await?;
     }
     let docs = body_text::docs(&plan.spans);

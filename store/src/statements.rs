@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use treeline_wire::{Body, MetricPoint, SpanKind};
 use xxhash_rust::xxh3::xxh3_64;
 
+use super::attribute_codes::BatchCodes;
 use super::columns;
 use super::dialect::{Arg, Dialect, Sql};
 use super::rows;
-use super::IdempotencyRecord;
+use super::{IdempotencyRecord, StoreResult};
 use crate::ingest::{Adoption, RunDelta, SpanWrite, StepDelta, TraceWrite};
 
 /// `VALUES (…), (…)`: one row of arguments per item.
@@ -70,13 +71,14 @@ pub(super) fn push_rows<'a, DB: Dialect, I: IntoIterator, const N: usize>(
 
 /// Upserts spans; a stored span's attribute and metric maps are merged, not
 /// replaced, and a body it already has is kept unless a new one arrives.
-/// `attributes`: each span's, keyed by code ([`crate::attribute_codes`]).
+/// Their attributes are written keyed by `codes` ([`crate::attribute_codes`]).
 pub(super) fn span_upsert<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
     spans: &'a [SpanWrite],
-    attributes: &'a [String],
-) {
+    codes: &BatchCodes,
+) -> StoreResult<()> {
+    let attributes = codes.encode_all(spans)?;
     q.push(
         "INSERT INTO spans (run_id, trace_id, span_id, parent_span_id, tree_parent, name, kind, \
          status, start_us, end_us, step, rank, ordinal, thread_id, has_open, has_close, \
@@ -107,7 +109,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
             s.error_count.into(),
             s.token_count.into(),
             s.attr_count.into(),
-            attributes.into(),
+            Arg::Owned(attributes),
             rows::object_json(&w.metrics).into(),
             rows::links_json(&w.links).into(),
             w.input.as_ref().is_some_and(|b| b.truncated).into(),
@@ -147,6 +149,7 @@ pub(super) fn span_upsert<'a, DB: Dialect>(
         no_input = "excluded.input IS NULL AND excluded.input_z IS NULL",
         no_output = "excluded.output IS NULL AND excluded.output_z IS NULL",
     ));
+    Ok(())
 }
 
 /// A body's text, unless it is stored packed.
