@@ -30,6 +30,7 @@ mod metric_series;
 mod metric_summaries;
 mod migrations;
 mod packed;
+mod pipeline;
 mod postgres;
 mod postgres_group;
 mod reader;

@@ -4,6 +4,7 @@
 //! written in groups (`postgres_group`).
 
 use std::str::FromStr;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use super::annotations;
 use super::attribute_codes::BatchCodes;
 use super::body_text;
 use super::dialect::Sql;
+use super::pipeline;
 use super::postgres_group::Groups;
 use super::reader::{Reader, Reads};
 use super::replica_health::ReplicaHealth;
@@ -226,18 +228,10 @@ pub(super) async fn write_plan(
     codes: &BatchCodes,
     now: i64,
 ) -> StoreResult<()> {
-    for chunk in plan.spans.chunks(SPAN_CHUNK) {
-        let mut q = Sql::<Postgres>::new("");
-        statements::span_upsert(&mut q, run_id, chunk, codes)?;
-        q.query()?.execute(&mut **tx).await?;
-    }
-    let docs = body_text::docs(&plan.spans);
-    for chunk in docs.chunks(body_text::DOC_CHUNK) {
-        run(tx, |q| {
-            body_text::postgres_upsert(q, run_id, project, chunk)
-        })
-        .await?;
-    }
+    let docs = OnceLock::new();
+    let statements =
+        pipeline::span_statements::<Postgres>(run_id, project, plan, codes, SPAN_CHUNK, &docs);
+    pipeline::execute_each(&mut **tx, statements).await?;
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;
     }

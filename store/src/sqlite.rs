@@ -2,7 +2,7 @@
 //! allows one writer at a time anyway) and a pool of readers.
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -24,6 +24,7 @@ use super::checkpoint::{self, Kick};
 use super::dialect::Sql;
 use super::group::{GroupCommit, Refused};
 use super::merge::{self, BatchJob};
+use super::pipeline;
 use super::reader::{Reader, Reads};
 use super::rows;
 use super::run_deletion;
@@ -201,18 +202,10 @@ async fn insert_spans(
     plan: &Plan,
     codes: &BatchCodes,
 ) -> StoreResult<()> {
-    for chunk in plan.spans.chunks(SPAN_CHUNK) {
-        let mut q = Sql::<Sqlite>::new("");
-        statements::span_upsert(&mut q, run_id, chunk, codes)?;
-        q.query()?.execute(&mut **tx).await?;
-    }
-    let docs = body_text::docs(&plan.spans);
-    for chunk in docs.chunks(body_text::DOC_CHUNK) {
-        let mut q = Sql::<Sqlite>::new("");
-        body_text::sqlite_upsert(&mut q, run_id, project, chunk);
-        q.query()?.execute(&mut **tx).await?;
-    }
-    Ok(())
+    let docs = OnceLock::new();
+    let statements =
+        pipeline::span_statements::<Sqlite>(run_id, project, plan, codes, SPAN_CHUNK, &docs);
+    pipeline::execute_each(&mut **tx, statements).await
 }
 
 /// Appends the rest of a plan's writes (trace summaries, adoptions, step activity,
