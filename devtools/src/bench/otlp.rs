@@ -20,6 +20,7 @@ use prost::Message;
 use serde_json::Value;
 use treeline_client::new_key;
 
+use super::rng::Rng;
 use super::start_server;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -42,6 +43,10 @@ pub struct OtlpArgs {
     /// Send the requests gzip-compressed.
     #[arg(long)]
     pub gzip: bool,
+    /// Trace ids that sort in the order the traces are sent (the easy case for the
+    /// store's indexes), instead of random ones as OpenTelemetry SDKs make.
+    #[arg(long)]
+    pub sequential_ids: bool,
     /// Target this server instead of starting one.
     #[arg(long)]
     pub url: Option<String>,
@@ -84,8 +89,18 @@ fn requests(args: &OtlpArgs, run_id: &str) -> Vec<Vec<u8>> {
     for i in 0..total {
         let trace = i / args.spans_per_trace;
         let index = i % args.spans_per_trace;
-        let mut trace_id = run_tag.to_be_bytes().to_vec();
-        trace_id.extend_from_slice(&(trace as u64 + 1).to_be_bytes());
+        let trace_id = if args.sequential_ids {
+            let mut id = run_tag.to_be_bytes().to_vec();
+            id.extend_from_slice(&(trace as u64 + 1).to_be_bytes());
+            id
+        } else {
+            // Random, as OpenTelemetry SDKs make them: each trace's spans land at a
+            // place of their own in every index keyed by trace.
+            let mut rng = Rng::new(run_tag ^ (trace as u64));
+            let mut id = rng.next_u64().to_be_bytes().to_vec();
+            id.extend_from_slice(&rng.next_u64().to_be_bytes());
+            id
+        };
         let span_id = (i as u64 + 1).to_be_bytes().to_vec();
         let root_id = ((i - index) as u64 + 1).to_be_bytes().to_vec();
         let start = base_ns + (i as u64) * 10_000;
