@@ -43,10 +43,10 @@ pub struct OtlpArgs {
     /// Send the requests gzip-compressed.
     #[arg(long)]
     pub gzip: bool,
-    /// Trace ids that sort in the order the traces are sent (the easy case for the
+    /// Trace ids that rise in the order the traces are sent (the easy case for the
     /// store's indexes), instead of random ones as OpenTelemetry SDKs make.
     #[arg(long)]
-    pub sequential_ids: bool,
+    pub rising_trace_ids: bool,
     /// Target this server instead of starting one.
     #[arg(long)]
     pub url: Option<String>,
@@ -89,7 +89,7 @@ fn requests(args: &OtlpArgs, run_id: &str) -> Vec<Vec<u8>> {
     for i in 0..total {
         let trace = i / args.spans_per_trace;
         let index = i % args.spans_per_trace;
-        let trace_id = if args.sequential_ids {
+        let trace_id = if args.rising_trace_ids {
             let mut id = run_tag.to_be_bytes().to_vec();
             id.extend_from_slice(&(trace as u64 + 1).to_be_bytes());
             id
