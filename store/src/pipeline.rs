@@ -59,3 +59,57 @@ pub(super) fn span_statements<'a, DB: Dialect>(
         });
     spans.chain(words)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StoreError;
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{Connection, Sqlite, SqliteConnection};
+
+    fn insert(n: i64) -> StoreResult<Sql<'static, Sqlite>> {
+        let mut q = Sql::new("INSERT INTO t (n) VALUES (");
+        q.bind(n).push(")");
+        Ok(q)
+    }
+
+    async fn rows(conn: &mut SqliteConnection) -> Vec<i64> {
+        sqlx::query_scalar("SELECT n FROM t ORDER BY rowid")
+            .fetch_all(conn)
+            .await
+            .expect("read")
+    }
+
+    #[tokio::test]
+    async fn statements_run_in_order_and_stop_at_the_first_that_fails() {
+        let options = SqliteConnectOptions::new().in_memory(true);
+        let mut conn = SqliteConnection::connect_with(&options)
+            .await
+            .expect("open");
+        sqlx::query("CREATE TABLE t (n INTEGER NOT NULL UNIQUE)")
+            .execute(&mut conn)
+            .await
+            .expect("create");
+
+        execute_each(&mut conn, (1..=4).map(insert))
+            .await
+            .expect("run");
+        assert_eq!(rows(&mut conn).await, [1, 2, 3, 4]);
+
+        // One that the database refuses: the ones after it are not run.
+        let refused = [insert(5), insert(1), insert(6)].into_iter();
+        assert!(execute_each(&mut conn, refused).await.is_err());
+        assert_eq!(rows(&mut conn).await, [1, 2, 3, 4, 5]);
+
+        // One that cannot be built: it and the ones after it are not run, though the
+        // one before, already handed over when it was built, is.
+        let unbuilt = [
+            insert(7),
+            Err(StoreError::Corrupt("unbuildable".into())),
+            insert(8),
+        ]
+        .into_iter();
+        assert!(execute_each(&mut conn, unbuilt).await.is_err());
+        assert_eq!(rows(&mut conn).await, [1, 2, 3, 4, 5, 7]);
+    }
+}
