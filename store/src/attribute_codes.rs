@@ -122,8 +122,8 @@ impl BatchCodes {
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "\"{code}\":");
-            out.push_str(&value.to_string());
+            // A value's Display is its compact JSON, written in place.
+            let _ = write!(out, "\"{code}\":{value}");
         }
         out.push('}');
         Ok(out)
