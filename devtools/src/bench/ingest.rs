@@ -43,6 +43,10 @@ pub struct IngestArgs {
     /// (model, token counts, HTTP fields…); 1 sends the environment's name alone.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub attributes: u16,
+    /// Runs the requests are dealt among in turn, as a team's concurrent jobs write
+    /// (1, the default, is the hardest case: one run's batches are written in turn).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub runs: u16,
 }
 
 /// The attributes of span `i` of trace `trace`: the environment's name, then up to
@@ -137,18 +141,24 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
         }
     };
     let client = Client::new(&base).with_api_key(key);
-    let run_id = format!("bench-{}", &new_key()[..12]);
-    client
-        .put_run(
-            &run_id,
-            &RunUpsert {
-                project: "bench".into(),
-                name: Some("ingest benchmark".into()),
-                ..Default::default()
-            },
-        )
-        .await
-        .context("creating the benchmark's run")?;
+    let tag = new_key()[..12].to_string();
+    let mut run_ids = Vec::new();
+    for n in 0..args.runs {
+        let run_id = format!("bench-{tag}-{n}");
+        client
+            .put_run(
+                &run_id,
+                &RunUpsert {
+                    project: "bench".into(),
+                    name: Some(format!("ingest benchmark {n}")),
+                    ..Default::default()
+                },
+            )
+            .await
+            .context("creating the benchmark's runs")?;
+        run_ids.push(run_id);
+    }
+    let run_ids = Arc::new(run_ids);
     print!(
         "encoding {} events in batches of {}… ",
         args.events, args.batch
@@ -160,19 +170,26 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.writers.max(1) {
-        let (client, bodies, next, run_id) =
-            (client.clone(), bodies.clone(), next.clone(), run_id.clone());
+        let (client, bodies, next, run_ids) = (
+            client.clone(),
+            bodies.clone(),
+            next.clone(),
+            run_ids.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(body) = bodies.get(i) else { break };
+                let Some(run_id) = run_ids.get(i % run_ids.len()) else {
+                    break;
+                };
                 let t = Instant::now();
                 let reply: Value = client
                     .post_raw(
                         &treeline_wire::routes::path(
                             treeline_wire::routes::RUN_TRACE_EVENTS,
-                            &[&run_id],
+                            &[run_id],
                         ),
                         body.clone(),
                         &new_key(),
@@ -206,11 +223,13 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
     latencies.sort();
     let pct = |p: f64| crate::bench::percentile(&latencies, p);
     println!(
-        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, batches of {}, {} trace ids); batch latency p50 {:.1} ms, p99 {:.1} ms",
+        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, {} run{}, batches of {}, {} trace ids); batch latency p50 {:.1} ms, p99 {:.1} ms",
         args.events,
         elapsed.as_secs_f64(),
         args.events as f64 / elapsed.as_secs_f64(),
         args.writers,
+        args.runs,
+        if args.runs == 1 { "" } else { "s" },
         args.batch,
         if args.random_trace_ids { "random" } else { "rising" },
         pct(0.50).as_secs_f64() * 1e3,
