@@ -289,6 +289,17 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             filter("span.name%20%3D%20no.such.span"),
             Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
         ),
+        // A name a third of the traces have, alone and with another span filter.
+        (
+            "span.name = tool.search, first page".to_string(),
+            filter("span.name%20%3D%20tool.search"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.name = tool.search and span.kind = tool, first page".to_string(),
+            filter("span.name%20%3D%20tool.search&filter=span.kind%20%3D%20tool"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
         (
             "span.error_type = TimeoutError, first page".to_string(),
             filter("span.error_type%20%3D%20TimeoutError"),

@@ -454,6 +454,18 @@ async fn span_filters_hold_on_one_span(s: S) {
         (&["span.attr.cached != true"], &[]),
         // A name is text: against a number nothing matches.
         (&["span.name = 3"], &[]),
+        (&["span.name in (llm, reward)"], &[1, 2]),
+        (&["span.name in (llm, 3)"], &[2]),
+        // A name with another filter: both on one span of the trace.
+        (
+            &["span.name = physics.integrate", "span.kind = env_step"],
+            &[0, 1],
+        ),
+        (&["span.name = reward", "span.attr.dt exists"], &[]),
+        (
+            &["span.name = physics.integrate", "span.attr.dt < 0.015"],
+            &[1],
+        ),
         // With the root's filters and statuses: all hold.
         (&["span.status = error", "attr.task = a"], &[0]),
         (&["span.status = error", "error_count > 0"], &[0, 1, 3]),
@@ -480,6 +492,38 @@ async fn span_filters_hold_on_one_span(s: S) {
     let mut ids: Vec<&str> = list.traces.iter().map(|t| t.trace_id.as_str()).collect();
     ids.sort_unstable();
     assert_eq!(ids, ["t0", "t1"]);
+}
+
+/// A span whose children came first was stored without a name until its open;
+/// a filter on its name then finds its trace, in the run and across the project.
+async fn a_span_opened_after_its_children_is_found_by_its_name(s: S) {
+    run(&s, "r1").await;
+    let child = open("t5", "c", Some("p"), "tool", 1);
+    write(&s, "r1", &[child, close("t5", "c", "ok", 2)]).await;
+    let plan = ["span.name = plan"];
+    let project = || TraceQuery {
+        project: Some("proj".into()),
+        ..Default::default()
+    };
+    assert_eq!(matching(&s, &plan).await, [0_i64; 0]);
+    assert_eq!(matching_in(&s, project(), &plan).await, [0_i64; 0]);
+    let parent = with(open("t5", "p", None, "rollout", 0), json!({"name": "plan"}));
+    write(&s, "r1", &[parent, close("t5", "p", "ok", 3)]).await;
+    assert_eq!(matching(&s, &plan).await, [5]);
+    assert_eq!(matching_in(&s, project(), &plan).await, [5]);
+    assert_eq!(matching(&s, &["span.name = \"tool c\""]).await, [5]);
+    // Each name of the trace once, the child's and the parent's.
+    let names = s
+        .reads()
+        .list_traces(&TraceQuery {
+            run_id: Some("r1".into()),
+            filters: super::filters(&["span.name in (plan, \"tool c\")"]),
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .expect("list");
+    assert_eq!(names.traces.len(), 1);
 }
 
 async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
@@ -909,6 +953,7 @@ on_both!(tokio::test, |t| t.store.clone();
     filters_compare_totals_and_root_attributes_by_type,
     attribute_filters_found_through_indexes_match_each_traces_attributes,
     span_filters_hold_on_one_span,
+    a_span_opened_after_its_children_is_found_by_its_name,
     attribute_keys_give_types_counts_ranges_and_common_values,
     a_first_page_counts_its_matches,
     traces_sort_by_a_numeric_attribute_and_page_without_gaps,
