@@ -45,6 +45,8 @@ pub struct IngestArgs {
     pub attributes: u16,
     /// Runs the requests are dealt among in turn, as a team's concurrent jobs write
     /// (1, the default, is the hardest case: one run's batches are written in turn).
+    /// A request holds whole traces when `--batch` is a multiple of twice
+    /// `--spans-per-trace`, as by default; otherwise a trace's spans may go to two runs.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub runs: u16,
 }

@@ -512,7 +512,7 @@ async fn a_span_opened_after_its_children_is_found_by_its_name(s: S) {
     assert_eq!(matching(&s, &plan).await, [5]);
     assert_eq!(matching_in(&s, project(), &plan).await, [5]);
     assert_eq!(matching(&s, &["span.name = \"tool c\""]).await, [5]);
-    // Each name of the trace once, the child's and the parent's.
+    // A trace with spans of both names is listed once.
     let names = s
         .reads()
         .list_traces(&TraceQuery {
