@@ -86,26 +86,26 @@ fn requests(args: &OtlpArgs, run_id: &str) -> Vec<Vec<u8>> {
     let total = args.traces * args.spans_per_trace;
     let mut spans = Vec::with_capacity(args.batch);
     let mut out = Vec::new();
+    let mut rng = Rng::new(run_tag);
+    let mut trace_id = Vec::new();
     for i in 0..total {
         let trace = i / args.spans_per_trace;
         let index = i % args.spans_per_trace;
-        let trace_id = if args.rising_trace_ids {
-            let mut id = run_tag.to_be_bytes().to_vec();
-            id.extend_from_slice(&(trace as u64 + 1).to_be_bytes());
-            id
-        } else {
-            // Random, as OpenTelemetry SDKs make them: each trace's spans land at a
-            // place of their own in every index keyed by trace.
-            let mut rng = Rng::new(run_tag ^ (trace as u64));
-            let mut id = rng.next_u64().to_be_bytes().to_vec();
-            id.extend_from_slice(&rng.next_u64().to_be_bytes());
-            id
-        };
+        if index == 0 {
+            // Random unless asked, as OpenTelemetry SDKs make them: each trace's
+            // spans land at a place of their own in every index keyed by trace.
+            let (high, low) = if args.rising_trace_ids {
+                (run_tag, trace as u64 + 1)
+            } else {
+                (rng.next_u64(), rng.next_u64())
+            };
+            trace_id = [high.to_be_bytes(), low.to_be_bytes()].concat();
+        }
         let span_id = (i as u64 + 1).to_be_bytes().to_vec();
         let root_id = ((i - index) as u64 + 1).to_be_bytes().to_vec();
         let start = base_ns + (i as u64) * 10_000;
         let mut span = Span {
-            trace_id,
+            trace_id: trace_id.clone(),
             span_id,
             start_time_unix_nano: start,
             end_time_unix_nano: start + 5_000,
