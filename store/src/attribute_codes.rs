@@ -110,6 +110,11 @@ impl Codes {
 }
 
 impl BatchCodes {
+    /// The code of `name`, when the group has one for it.
+    pub(crate) fn code(&self, name: &str) -> Option<i64> {
+        self.0.get(name).copied()
+    }
+
     /// The JSON object text of `attributes` keyed by code, as spans store it.
     pub(crate) fn encode(&self, attributes: &Map<String, Value>) -> StoreResult<String> {
         let mut out = String::with_capacity(2 + attributes.len() * 12);

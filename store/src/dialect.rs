@@ -235,6 +235,14 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// A row per table and index, `name` and `bytes` (a table's with its TOAST on
     /// PostgreSQL, without its indexes), largest first. Reads every page on SQLite.
     const TABLE_BYTES: &'static str;
+    /// `SELECT` the `span_texts` rows (run, code, value, trace) of the string
+    /// attributes of spans `s`, up to `WHERE … AND `, which the caller ends with
+    /// the spans' condition.
+    const SPAN_TEXT_ROWS: &'static str;
+    /// A join that reads its left table first: SQLite, with no statistics, read
+    /// every span of the run and probed `span_texts` for each (295 ms against
+    /// 0.2 for a value 8 traces of 100,000 have).
+    const JOIN_LEFT_FIRST: &'static str;
 
     /// A search term in the case of `lower()`, the database's own (SQLite's folds
     /// ASCII only).
@@ -445,6 +453,10 @@ impl Dialect for Sqlite {
          FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
     const FREE_BYTES: &'static str = "SELECT f.freelist_count * s.page_size AS free \
          FROM pragma_freelist_count() AS f, pragma_page_size() AS s";
+    const JOIN_LEFT_FIRST: &'static str = "CROSS JOIN";
+    const SPAN_TEXT_ROWS: &'static str =
+        "SELECT s.run_id, CAST(a.key AS INTEGER), a.value, s.trace_id \
+         FROM spans s, json_each(s.attributes) AS a WHERE a.type = 'text' AND ";
     const TABLE_BYTES: &'static str = "SELECT name, SUM(pgsize) AS bytes FROM dbstat \
          GROUP BY name ORDER BY SUM(pgsize) DESC, name";
     const JSON_ARRAY: (&'static str, &'static str) = ("json_array", "json({})");
@@ -696,6 +708,13 @@ impl Dialect for Postgres {
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE n.nspname = current_schema() AND c.relkind = 'r'";
     const FREE_BYTES: &'static str = "SELECT CAST(0 AS BIGINT) AS free";
+    const JOIN_LEFT_FIRST: &'static str = "JOIN";
+    // `json`: a string holding \u0000, which no text can hold, is left out before
+    // it is read as text.
+    const SPAN_TEXT_ROWS: &'static str =
+        "SELECT s.run_id, CAST(a.key AS BIGINT), a.value #>> '{}', s.trace_id \
+         FROM spans s, json_each(s.attributes::json) AS a \
+         WHERE json_typeof(a.value) = 'string' AND strpos(a.value::text, '\\u0000') = 0 AND ";
     const TABLE_BYTES: &'static str = "SELECT c.relname AS name, CAST(CASE c.relkind \
          WHEN 'r' THEN pg_table_size(c.oid) ELSE pg_relation_size(c.oid) END AS BIGINT) AS bytes \
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \

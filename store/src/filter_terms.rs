@@ -15,6 +15,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::search::{distinct_traces, Term};
+use super::span_texts;
 use super::statements::TEXT_MAX_BYTES;
 use super::trace_list::{is_failed_span, push_note_test, push_span_filter};
 use super::{StoreResult, TraceQuery};
@@ -39,7 +40,8 @@ impl<DB: Dialect> Reader<DB> {
             .filters
             .iter()
             .filter_map(|filter| lookup::<DB>(query, filter).map(|q| (q, Some(filter))))
-            .chain(span_lookup::<DB>(query).map(|q| (q, None)));
+            .chain(span_lookup::<DB>(query).map(|q| (q, None)))
+            .chain(span_text_lookup::<DB>(query).map(|q| (q, None)));
         for (mut q, answered) in lookups {
             q.push(" LIMIT ")
                 .bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
@@ -151,6 +153,16 @@ fn span_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
             push_span_filter(&mut q, field, &filter.test);
         }
     }
+    Some(q)
+}
+
+/// The traces that hold a span once written with the value of the query's first
+/// `span.attr.NAME = "text"` filter ([`span_texts`]); the traces whose spans pass
+/// every span filter are among these.
+fn span_text_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
+    let (key, values) = query.filters.iter().find_map(span_texts::looked_up)?;
+    let mut q = select("span_texts", "x", query);
+    span_texts::push_test(&mut q, key, &values);
     Some(q)
 }
 

@@ -42,6 +42,7 @@ mod run_list;
 mod run_writes;
 mod search;
 pub mod sizes;
+mod span_texts;
 mod sqlite;
 mod statements;
 mod stats;

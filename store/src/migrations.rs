@@ -149,6 +149,11 @@ const SQLITE: Embedded = Embedded(&[
         "attribute names",
         include_str!("../migrations/sqlite/0027_attribute_names.sql"),
     ),
+    (
+        28,
+        "span texts",
+        include_str!("../migrations/sqlite/0028_span_texts.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -291,6 +296,11 @@ const POSTGRES: Embedded = Embedded(&[
         28,
         "attribute names",
         include_str!("../migrations/postgres/0028_attribute_names.sql"),
+    ),
+    (
+        29,
+        "span texts",
+        include_str!("../migrations/postgres/0029_span_texts.sql"),
     ),
 ]);
 
@@ -471,5 +481,37 @@ mod tests {
         assert!(named[0].contains("12345678901234567890"), "{}", named[0]);
         assert_eq!(named[1], "{}");
         assert_eq!(named[2], r#"{"p":1}"#);
+    }
+    /// A store from before `span_texts` (28) lists each trace's short string span
+    /// attributes once, whatever number of its spans carry them.
+    #[tokio::test]
+    async fn span_strings_are_listed_once_a_trace() {
+        let (_dir, pool) = sqlite_at(27).await;
+        let long = format!(r#"{{"1":"small","3":"{}"}}"#, "x".repeat(300));
+        sqlx::query(
+            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+             child_count, error_count, attr_count, attributes) \
+             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"small\",\"2\":0.5}'), \
+                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, ?1), \
+                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"large\",\"4\":true}')",
+        )
+        .bind(long)
+        .execute(&pool)
+        .await
+        .expect("an older store's spans");
+
+        upgrade(&pool).await;
+        let rows: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT code, value, trace_id FROM span_texts ORDER BY value")
+                .fetch_all(&pool)
+                .await
+                .expect("listed");
+        assert_eq!(
+            rows,
+            [
+                (1, "large".into(), "t2".into()),
+                (1, "small".into(), "t1".into())
+            ]
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use super::attribute_codes::BatchCodes;
 use super::body_text::{self, Doc};
 use super::dialect::{Dialect, Sql};
-use super::{statements, StoreResult};
+use super::{span_texts, statements, StoreResult};
 use crate::ingest::Plan;
 
 /// Runs each of `statements` on `conn`, in order, and stops at the first error
@@ -31,25 +31,47 @@ pub(super) async fn execute_each<'e, DB: Dialect>(
     Ok(())
 }
 
-/// The statements that write a plan's spans, `span_chunk` rows each, and then their
-/// bodies' words, which are found while the last spans are written. `docs` holds
-/// the words for as long as the statements that bind them.
+/// What the statements of [`span_statements`] bind beyond the plan, made while
+/// the spans before them are written, and kept for as long as the statements.
+#[derive(Default)]
+pub(super) struct Derived<'a> {
+    texts: OnceLock<Vec<span_texts::TextRow<'a>>>,
+    docs: OnceLock<Vec<Doc<'a>>>,
+}
+
+/// The statements that write a plan's spans, `span_chunk` rows each, then their
+/// short string attributes (`span_texts`) and their bodies' words, each found
+/// while the statement before runs.
 pub(super) fn span_statements<'a, DB: Dialect>(
     run_id: &'a str,
     project: &'a str,
     plan: &'a Plan,
     codes: &'a BatchCodes,
     span_chunk: usize,
-    docs: &'a OnceLock<Vec<Doc<'a>>>,
+    derived: &'a Derived<'a>,
 ) -> impl Iterator<Item = StoreResult<Sql<'a, DB>>> + Send + 'a {
     let spans = plan.spans.chunks(span_chunk).map(move |chunk| {
         let mut q = Sql::new("");
         statements::span_upsert(&mut q, run_id, chunk, codes)?;
         Ok(q)
     });
+    let texts = std::iter::once(())
+        .flat_map(move |()| {
+            derived
+                .texts
+                .get_or_init(|| span_texts::rows(&plan.spans, codes))
+                .chunks(span_texts::CHUNK)
+        })
+        .map(move |chunk| {
+            let mut q = Sql::new("");
+            span_texts::insert(&mut q, run_id, chunk);
+            Ok(q)
+        });
     let words = std::iter::once(())
         .flat_map(move |()| {
-            docs.get_or_init(|| body_text::docs(&plan.spans))
+            derived
+                .docs
+                .get_or_init(|| body_text::docs(&plan.spans))
                 .chunks(body_text::DOC_CHUNK)
         })
         .map(move |chunk| {
@@ -57,7 +79,7 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             DB::push_docs_upsert(&mut q, run_id, project, chunk);
             Ok(q)
         });
-    spans.chain(words)
+    spans.chain(texts).chain(words)
 }
 
 #[cfg(test)]

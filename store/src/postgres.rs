@@ -4,7 +4,6 @@
 //! written in groups (`postgres_group`).
 
 use std::str::FromStr;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -228,9 +227,9 @@ pub(super) async fn write_plan(
     codes: &BatchCodes,
     now: i64,
 ) -> StoreResult<()> {
-    let docs = OnceLock::new();
+    let derived = pipeline::Derived::default();
     let statements =
-        pipeline::span_statements::<Postgres>(run_id, project, plan, codes, SPAN_CHUNK, &docs);
+        pipeline::span_statements::<Postgres>(run_id, project, plan, codes, SPAN_CHUNK, &derived);
     pipeline::execute_each(&mut **tx, statements).await?;
     for chunk in plan.traces.chunks(SPAN_CHUNK) {
         run(tx, |q| statements::trace_upsert(q, run_id, project, chunk)).await?;

@@ -189,6 +189,17 @@ struct Past {
     bytes: i64,
 }
 
+/// `DELETE` of the `span_texts` rows that the string attributes of spans `s`
+/// make, up to the spans' condition and a closing `)`. A value that a later event
+/// overwrote has no span left to find it from: its row stays until the run goes,
+/// listing a trace that lists then find gone.
+fn span_texts_delete<'a, DB: Dialect>() -> Sql<'a, DB> {
+    Sql::new(format!(
+        "DELETE FROM span_texts WHERE (run_id, code, value, trace_id) IN ({}",
+        DB::SPAN_TEXT_ROWS
+    ))
+}
+
 /// Removes the run's oldest closed traces past `cutoff`, about `limit` spans' worth.
 async fn expire_in_run<DB: Dialect>(
     pool: &Pool<DB>,
@@ -238,16 +249,27 @@ async fn expire_in_run<DB: Dialect>(
             // time first; the trace goes as a small one once they are gone.
             for table in ["annotations", "spans"] {
                 let key = run_deletion::key_of(table);
-                let mut q = Sql::<DB>::new(format!(
-                    "DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} \
-                     WHERE run_id = "
-                ));
-                q.bind(run_id)
+                // The step's spans, in key order: their string attributes' rows
+                // go first, found from the same spans.
+                let batch = |q: &mut Sql<'_, DB>| {
+                    q.push(format!(
+                        "({key}) IN (SELECT {key} FROM {table} WHERE run_id = "
+                    ))
+                    .bind(run_id.to_string())
                     .push(" AND trace_id = ")
-                    .bind(big.trace_id.as_str())
-                    .push(" LIMIT ")
+                    .bind(big.trace_id.clone())
+                    .push(format!(" ORDER BY {key} LIMIT "))
                     .bind(limit)
                     .push(")");
+                };
+                if table == "spans" {
+                    let mut q = span_texts_delete::<DB>();
+                    batch(&mut q);
+                    q.push(")");
+                    DB::execute(&mut *tx, q).await?;
+                }
+                let mut q = Sql::<DB>::new(format!("DELETE FROM {table} WHERE "));
+                batch(&mut q);
                 let removed = DB::execute(&mut *tx, q).await?;
                 if removed > 0 {
                     expired.spans = if table == "spans" { removed } else { 0 };
@@ -257,16 +279,26 @@ async fn expire_in_run<DB: Dialect>(
             }
         }
     }
-    for table in TRACE_TABLES.iter().chain(["traces"].iter()) {
-        let mut q = Sql::<DB>::new(format!("DELETE FROM {table} WHERE run_id = "));
-        q.bind(run_id).push(" AND trace_id IN (");
+    let traces = |q: &mut Sql<'_, DB>, alias: &str| {
+        q.push(format!("{alias}run_id = "))
+            .bind(run_id.to_string())
+            .push(format!(" AND {alias}trace_id IN ("));
         for (i, p) in past.iter().enumerate() {
             if i > 0 {
                 q.push(", ");
             }
-            q.bind(p.trace_id.as_str());
+            q.bind(p.trace_id.clone());
         }
         q.push(")");
+    };
+    // Found from the spans, so before them.
+    let mut q = span_texts_delete::<DB>();
+    traces(&mut q, "s.");
+    q.push(")");
+    DB::execute(&mut *tx, q).await?;
+    for table in TRACE_TABLES.iter().chain(["traces"].iter()) {
+        let mut q = Sql::<DB>::new(format!("DELETE FROM {table} WHERE "));
+        traces(&mut q, "");
         let removed = DB::execute(&mut *tx, q).await?;
         match *table {
             "spans" => expired.spans = removed,

@@ -2,7 +2,7 @@
 //! allows one writer at a time anyway) and a pool of readers.
 
 use std::str::FromStr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -202,9 +202,9 @@ async fn insert_spans(
     plan: &Plan,
     codes: &BatchCodes,
 ) -> StoreResult<()> {
-    let docs = OnceLock::new();
+    let derived = pipeline::Derived::default();
     let statements =
-        pipeline::span_statements::<Sqlite>(run_id, project, plan, codes, SPAN_CHUNK, &docs);
+        pipeline::span_statements::<Sqlite>(run_id, project, plan, codes, SPAN_CHUNK, &derived);
     pipeline::execute_each(&mut **tx, statements).await
 }
 

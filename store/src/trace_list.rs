@@ -13,6 +13,7 @@ use super::filter_terms::looked_up_span_filters;
 use super::reader::{Keyset, Reader};
 use super::rows::{self, DbRow, TRACE_COLUMNS};
 use super::search::{push_driver, push_driver_join, push_terms, Term};
+use super::span_texts;
 use super::{Cursor, StoreResult, TraceQuery, TraceSort};
 
 /// The sort value of the traces that lack the sort's attribute: past every number,
@@ -444,12 +445,23 @@ fn push_span_filters<'a, DB: Dialect>(
     filters: &'a [TraceFilter],
     per_row: bool,
 ) {
-    match run_id {
-        Some(run_id) => {
+    let indexed = filters.iter().find_map(span_texts::looked_up);
+    match (run_id, indexed) {
+        // The spans of the traces `span_texts` lists, rather than every span of the run.
+        (Some(run_id), Some((key, values))) => {
+            q.push(format!(
+                "t.trace_id IN (SELECT s.trace_id FROM span_texts x {} spans s \
+                 ON s.run_id = x.run_id AND s.trace_id = x.trace_id WHERE x.run_id = ",
+                DB::JOIN_LEFT_FIRST
+            ))
+            .bind(run_id);
+            span_texts::push_test(q, key, &values);
+        }
+        (Some(run_id), None) => {
             q.push("t.trace_id IN (SELECT s.trace_id FROM spans s WHERE s.run_id = ")
                 .bind(run_id);
         }
-        None => {
+        (None, _) => {
             q.push(
                 "EXISTS (SELECT 1 FROM spans s \
                  WHERE s.run_id = t.run_id AND s.trace_id = t.trace_id",

@@ -228,6 +228,7 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
     let api = host.api(store);
     let runs = format!("/runs/{run}");
     let filter = |f: &str| format!("{runs}/traces?filter={f}&limit=50");
+    let across = |f: &str| format!("/traces?project={PROJECT}&filter={f}&limit=50");
     let (all, pinned) = (total as i64, (WINDOW * per_step) as i64);
     // Each case's first answer must have the shape its label names, or its figures
     // would mean nothing.
@@ -315,6 +316,20 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
         (
             "span.attr.group_id = one group of 8, first page".to_string(),
             filter("span.attr.group_id%20%3D%20s010-p000"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == GROUP)),
+        ),
+        // The same across the project, which probes each trace it walks.
+        (
+            format!(
+                "span.attr.task_family = {}, project-wide first page",
+                FAMILIES[0]
+            ),
+            across(&format!("span.attr.task_family%20%3D%20{}", FAMILIES[0])),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.group_id = one group of 8, project-wide first page".to_string(),
+            across("span.attr.group_id%20%3D%20s010-p000"),
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == GROUP)),
         ),
     ];

@@ -44,7 +44,10 @@ fn trace(
     )];
     for c in 0..children {
         let span = format!("c{c}");
-        events.push(open(id, &span, Some("root"), "tool", 11));
+        events.push(with(
+            open(id, &span, Some("root"), "tool", 11),
+            json!({"attributes": {"tool": "search"}}),
+        ));
         let child_status = if c == 0 && status == Some("recovered") {
             "error"
         } else {
@@ -250,6 +253,8 @@ async fn closed_traces_past_the_window_go_whole_and_the_counts_follow(t: TestSto
     assert_eq!(rows_of(&t, "r1", "annotations").await, 1);
     assert_eq!(rows_of(&t, "r1", "trace_numbers").await, 3);
     assert_eq!(rows_of(&t, "r1", "trace_texts").await, 3);
+    // A kept trace's span strings (the root's family, its children's tool) stay.
+    assert_eq!(rows_of(&t, "r1", "span_texts").await, 3 + 3);
     let (stored, _) = step_rows(&t, "r1").await;
     assert_eq!(stored, "1:1/0 2:1/0 3:1/0");
     // Another project's old traces stay.

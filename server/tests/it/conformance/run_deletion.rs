@@ -10,12 +10,13 @@ use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source};
 use treeline_wire::{BatchResponse, MetricPoint, RunUpsert};
 
 /// Every table that holds a run's rows.
-const TABLES: [&str; 11] = [
+const TABLES: [&str; 12] = [
     "runs",
     "traces",
     "spans",
     "trace_numbers",
     "trace_texts",
+    "span_texts",
     "annotations",
     "step_activity",
     "metric_points",

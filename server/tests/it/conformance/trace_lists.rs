@@ -526,6 +526,84 @@ async fn a_span_opened_after_its_children_is_found_by_its_name(s: S) {
     assert_eq!(names.traces.len(), 1);
 }
 
+/// A span string attribute filter starts from the traces `span_texts` lists: it
+/// must still match what each span says now, on one span, in a run and across its
+/// project, for a value overwritten by the close, one too long to list, one sent
+/// in a later batch, and values compared byte for byte.
+async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S) {
+    span_run(&s).await;
+    let long = "x".repeat(300);
+    let span = |t: &str, id: &str, kind: &str, attributes: Value| {
+        with(
+            open(t, id, Some("root"), kind, 1),
+            json!({ "attributes": attributes }),
+        )
+    };
+    let closed = |t: &str, id: &str, attributes: Value| {
+        with(close(t, id, "ok", 2), json!({ "attributes": attributes }))
+    };
+    let events = [
+        open("t20", "root", None, "rollout", 0),
+        // Written small, then large: only large matches now.
+        span("t20", "m", "model", json!({"model": "small"})),
+        closed("t20", "m", json!({"model": "large"})),
+        open("t21", "root", None, "rollout", 0),
+        span("t21", "m", "model", json!({ "model": long })),
+        // Small on one span, the tool kind on another.
+        open("t22", "root", None, "rollout", 0),
+        span("t22", "m", "model", json!({"model": "small"})),
+        span("t22", "k", "tool", json!({"model": 3})),
+        open("t23", "root", None, "rollout", 0),
+        span(
+            "t23",
+            "m",
+            "model",
+            json!({"model": "Small", "lang": "日本語"}),
+        ),
+    ];
+    write(&s, "r1", &events).await;
+    // A value the close of an earlier batch brings.
+    write(&s, "r1", &[closed("t23", "root", json!({"route": "fast"}))]).await;
+    let long_filter = format!("span.attr.model = \"{long}\"");
+    let cases: Vec<(Vec<&str>, Vec<i64>)> = vec![
+        (vec!["span.attr.model = small"], vec![2, 22]),
+        (vec!["span.attr.model = large"], vec![20]),
+        (vec!["span.attr.model = Small"], vec![23]),
+        (vec![long_filter.as_str()], vec![21]),
+        (vec!["span.attr.model in (small, large)"], vec![2, 20, 22]),
+        (vec!["span.attr.model in (large, 3)"], vec![20, 22]),
+        (vec!["span.attr.model = 3"], vec![22]),
+        (vec!["span.attr.lang = \"日本語\""], vec![23]),
+        (vec!["span.attr.route = fast"], vec![23]),
+        (vec!["span.attr.model = small", "span.kind = tool"], vec![]),
+        (
+            vec!["span.attr.model = small", "span.kind = model"],
+            vec![2, 22],
+        ),
+        (vec!["span.attr.model = small", "attr.task = a"], vec![2]),
+        (vec!["span.attr.model = medium"], vec![]),
+        (vec!["span.attr.nobody = small"], vec![]),
+    ];
+    let project = || TraceQuery {
+        project: Some("proj".into()),
+        ..Default::default()
+    };
+    for (filters, want) in &cases {
+        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
+        let ids = matching_in(&s, project(), filters).await;
+        assert_eq!(&ids, want, "project-wide {filters:?}");
+    }
+    // A first page of one counts every match: the overwritten value is not among them.
+    let small = TraceQuery {
+        run_id: Some("r1".into()),
+        filters: super::filters(&["span.attr.model = small"]),
+        limit: 1,
+        ..Default::default()
+    };
+    let first = s.reads().list_traces(&small).await.expect("list");
+    assert_eq!((first.traces.len(), first.matched), (1, Some(2)));
+}
+
 async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
     attribute_run(&s).await;
     let cases: &[(&[&str], &[i64])] = &[
@@ -953,6 +1031,7 @@ on_both!(tokio::test, |t| t.store.clone();
     filters_compare_totals_and_root_attributes_by_type,
     attribute_filters_found_through_indexes_match_each_traces_attributes,
     span_filters_hold_on_one_span,
+    span_strings_found_through_their_index_match_each_spans_attributes,
     a_span_opened_after_its_children_is_found_by_its_name,
     attribute_keys_give_types_counts_ranges_and_common_values,
     a_first_page_counts_its_matches,
