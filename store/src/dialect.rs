@@ -239,10 +239,6 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// attributes of spans `s`, up to `WHERE … AND `, which the caller ends with
     /// the spans' condition.
     const SPAN_TEXT_ROWS: &'static str;
-    /// A join that reads its left table first: SQLite, with no statistics, read
-    /// every span of the run and probed `span_texts` for each (295 ms against
-    /// 0.2 for a value 8 traces of 100,000 have).
-    const JOIN_LEFT_FIRST: &'static str;
 
     /// A search term in the case of `lower()`, the database's own (SQLite's folds
     /// ASCII only).
@@ -453,7 +449,6 @@ impl Dialect for Sqlite {
          FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s";
     const FREE_BYTES: &'static str = "SELECT f.freelist_count * s.page_size AS free \
          FROM pragma_freelist_count() AS f, pragma_page_size() AS s";
-    const JOIN_LEFT_FIRST: &'static str = "CROSS JOIN";
     const SPAN_TEXT_ROWS: &'static str =
         "SELECT s.run_id, CAST(a.key AS INTEGER), a.value, s.trace_id \
          FROM spans s, json_each(s.attributes) AS a WHERE a.type = 'text' AND ";
@@ -708,7 +703,6 @@ impl Dialect for Postgres {
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
          WHERE n.nspname = current_schema() AND c.relkind = 'r'";
     const FREE_BYTES: &'static str = "SELECT CAST(0 AS BIGINT) AS free";
-    const JOIN_LEFT_FIRST: &'static str = "JOIN";
     // `json`: a string holding \u0000, which no text can hold, is left out before
     // it is read as text.
     const SPAN_TEXT_ROWS: &'static str =

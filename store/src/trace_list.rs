@@ -446,16 +446,21 @@ fn push_span_filters<'a, DB: Dialect>(
     per_row: bool,
 ) {
     let indexed = filters.iter().find_map(span_texts::looked_up);
+    let mut per_row = per_row;
+    let mut close = ")";
     match (run_id, indexed) {
-        // The spans of the traces `span_texts` lists, rather than every span of the run.
+        // The traces `span_texts` lists, each one's spans tested: reading every span
+        // of the run took 300–400 ms for a value 8 traces of 100,000 had.
+        // PostgreSQL, given a join, read every span for a common value too.
         (Some(run_id), Some((key, values))) => {
-            q.push(format!(
-                "t.trace_id IN (SELECT s.trace_id FROM span_texts x {} spans s \
-                 ON s.run_id = x.run_id AND s.trace_id = x.trace_id WHERE x.run_id = ",
-                DB::JOIN_LEFT_FIRST
-            ))
-            .bind(run_id);
+            q.push("t.trace_id IN (SELECT x.trace_id FROM span_texts x WHERE x.run_id = ")
+                .bind(run_id);
             span_texts::push_test(q, key, &values);
+            q.push(
+                " AND EXISTS (SELECT 1 FROM spans s \
+                 WHERE s.run_id = x.run_id AND s.trace_id = x.trace_id",
+            );
+            (per_row, close) = (true, "))");
         }
         (Some(run_id), None) => {
             q.push("t.trace_id IN (SELECT s.trace_id FROM spans s WHERE s.run_id = ")
@@ -474,7 +479,7 @@ fn push_span_filters<'a, DB: Dialect>(
             push_span_filter(q, field, &filter.test);
         }
     }
-    q.push(if per_row { DB::PER_ROW } else { "" }).push(")");
+    q.push(if per_row { DB::PER_ROW } else { "" }).push(close);
 }
 
 /// Pushes the condition of one span filter, on `s`, a span of the trace.
