@@ -10,7 +10,8 @@ const rollout = (i: number) => {
   if (i % 3 === 1) {
     // Fails beneath; the root recovers.
     events.push(
-      { op: "open", trace_id: trace, span_id: "tool", parent_span_id: "root", name: "tool call", kind: "tool", ts: 1001 + i * 10 },
+      { op: "open", trace_id: trace, span_id: "tool", parent_span_id: "root", name: "tool call", kind: "tool", ts: 1001 + i * 10,
+        attributes: { "tool.name": i === 4 ? "python" : "web search" } },
       { op: "close", trace_id: trace, span_id: "tool", status: "error", ts: 1002 + i * 10 },
     );
   }
@@ -89,6 +90,29 @@ test("span filters from the builder list the traces holding such a span", async 
   await page.getByLabel("Filter value").fill("fine");
   await page.getByRole("button", { name: "Add filter" }).click();
   await expect(page.getByRole("alert")).toContainText('span.status "fine" is not a valid');
+});
+
+test("a span attribute filter from the builder names its attribute in a box of its own", async ({ page }) => {
+  await page.goto(`/traces?run_id=${RUN}`);
+  const list = page.getByRole("list", { name: "Traces", exact: true });
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  const name = page.getByLabel("Span attribute name");
+  await expect(name).toBeHidden();
+  await page.getByLabel("Filter field").selectOption("span.attr.");
+  await expect(name).toBeVisible();
+  await expect(page.getByLabel("Filter operator")).toHaveValue("=");
+  // No name yet: the grammar says what is missing, and nothing changes.
+  await page.getByLabel("Filter value").fill("web search");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page.getByRole("alert")).toContainText("span.attr. needs an attribute name");
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await name.fill("tool.name");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=span\.attr\.tool\.name%20%3D%20%22web%20search%22/);
+  await expect(page.getByRole("list", { name: "Filters" })).toContainText('span.attr.tool.name = "web search"');
+  await expect(list.getByRole("listitem")).toHaveCount(2);
+  expect(await names(page)).toEqual(["rollout 1", "rollout 7"]);
+  await page.screenshot({ path: "test-results/span-attribute-filter.png" });
 });
 
 // "Failed beneath" means a failed span under a root that did not fail: a trace whose

@@ -41,6 +41,8 @@ const SPAN_FIELDS: [(&str, &str); 4] = [
     ("span.status", "span status"),
     ("span.error_type", "span error type"),
 ];
+/// The builder's "span attribute" field, whose name is typed in a box of its own.
+const SPAN_ATTR: &str = "span.attr.";
 const OPERATORS: [&str; 7] = ["=", "!=", "<", "<=", ">", ">=", "exists"];
 const SORTS: [(&str, &str); 6] = [
     ("updated", "last update"),
@@ -147,10 +149,16 @@ fn Builder(
     let field = RwSignal::new(Total::Errors.name().to_string());
     let op = RwSignal::new(">".to_string());
     let value = RwSignal::new(String::new());
+    let span_attr = RwSignal::new(String::new());
     let problem = RwSignal::new(None::<String>);
     early_input::keep(r#"form.builder select[aria-label="Filter field"]"#, field);
     early_input::keep(r#"form.builder select[aria-label="Filter operator"]"#, op);
     early_input::keep(r#"form.builder input[aria-label="Filter value"]"#, value);
+    early_input::keep(
+        r#"form.builder input[aria-label="Span attribute name"]"#,
+        span_attr,
+    );
+    let naming = move || field.get() == SPAN_ATTR;
     let keys = StoredValue::new(keys);
     let notes = StoredValue::new(notes);
     // What the value box suggests: a number key's range, a string key's values.
@@ -171,6 +179,7 @@ fn Builder(
             "span.status" => "ok, error …".into(),
             "span.name" => "a name".into(),
             "span.error_type" => "a type".into(),
+            SPAN_ATTR => "a value".into(),
             _ => "a number".into(),
         },
         Some(k) if k.kind == "number" => match (k.min, k.max) {
@@ -187,11 +196,12 @@ fn Builder(
             problem.set(Some(format!("at most {MAX_FILTERS} filters")));
             return;
         }
-        match expression(
-            &field.get_untracked(),
-            &op.get_untracked(),
-            &value.get_untracked(),
-        ) {
+        // An empty name is the grammar's to name ("span.attr. needs an attribute name").
+        let mut chosen = field.get_untracked();
+        if chosen == SPAN_ATTR {
+            chosen.push_str(span_attr.get_untracked().trim());
+        }
+        match expression(&chosen, &op.get_untracked(), &value.get_untracked()) {
             Ok(expr) => {
                 problem.set(None);
                 value.set(String::new());
@@ -241,8 +251,14 @@ fn Builder(
                     {SPAN_FIELDS.map(|(name, label)| view! {
                         <option value=name selected=move || field.get() == name>{label}</option>
                     }).collect_view()}
+                    <option value=SPAN_ATTR selected=naming>"span attribute …"</option>
                 </optgroup>
             </select>
+            <input type="text" class="span-attr" aria-label="Span attribute name"
+                placeholder="attribute name"
+                hidden=move || !naming()
+                prop:value=move || span_attr.get()
+                on:input=move |ev| span_attr.set(event_target_value(&ev))/>
             <select aria-label="Filter operator" on:change=move |ev| op.set(event_target_value(&ev))>
                 {OPERATORS.map(|o| view! { <option value=o selected=move || op.get() == o>{o}</option> }).collect_view()}
             </select>
