@@ -482,6 +482,7 @@ mod tests {
         assert_eq!(named[1], "{}");
         assert_eq!(named[2], r#"{"p":1}"#);
     }
+
     /// A store from before `span_texts` (28) lists each trace's short string span
     /// attributes once, whatever number of its spans carry them.
     #[tokio::test]
