@@ -106,7 +106,13 @@ test("a span attribute filter from the builder names its attribute in a box of i
   await page.getByRole("button", { name: "Add filter" }).click();
   await expect(page.getByRole("alert")).toContainText("span.attr. needs an attribute name");
   await expect(list.getByRole("listitem")).toHaveCount(8);
+  // The names a sample of the run's spans carry are offered, and a named one's values.
+  await expect(page.locator('#span-attribute-names option[value="tool.name"]')).toHaveCount(1);
+  await expect(page.locator('#span-attribute-names option[value="reward"]')).toHaveCount(1);
   await name.fill("tool.name");
+  await expect(page.getByLabel("Filter value")).toHaveAttribute("placeholder", "text");
+  await expect(page.locator('#filter-values option[value="web search"]')).toHaveCount(1);
+  await expect(page.locator('#filter-values option[value="python"]')).toHaveCount(1);
   await page.getByRole("button", { name: "Add filter" }).click();
   await expect(page).toHaveURL(/filter=span\.attr\.tool\.name%20%3D%20%22web%20search%22/);
   await expect(page.getByRole("list", { name: "Filters" })).toContainText('span.attr.tool.name = "web search"');

@@ -302,6 +302,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
     /// text (strings and booleans); `num` is floating-point, an integer too.
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
+    /// The same table of the attributes of a sample of the run's spans: its first
+    /// `sample` spans in key order (whole traces, but for the last), named.
+    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64);
 
     /// Whether span `s`'s error body is an object whose `type` is the string `text`,
     /// written as the index `spans_run_error_type` is.
@@ -619,6 +622,26 @@ impl Dialect for Sqlite {
         .push(")");
     }
 
+    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
+        q.push(
+            "(SELECT t.trace_id AS trace, n.name AS key,
+                     CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
+                                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
+                     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
+                     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
+                                 WHEN 'false' THEN 'false' END AS text
+                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = ",
+        )
+        .bind(run_id)
+        .push(" ORDER BY trace_id, span_id LIMIT ")
+        .bind(sample)
+        .push(
+            ") t, json_each(t.attributes) a
+               JOIN attribute_names n ON n.code = CAST(a.key AS INTEGER)
+              WHERE a.type IN ('integer', 'real', 'text', 'true', 'false'))",
+        );
+    }
+
     fn push_each_span<'a>(
         q: &mut Sql<'a, Self>,
         outer: &str,
@@ -873,6 +896,23 @@ impl Dialect for Postgres {
         )
         .bind(run_id)
         .push(")");
+    }
+
+    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
+        q.push(
+            "(SELECT t.trace_id AS trace, n.name AS key, jsonb_typeof(a.value) AS kind,
+                     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
+                     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text
+                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = ",
+        )
+        .bind(run_id)
+        .push(" ORDER BY trace_id, span_id LIMIT ")
+        .bind(sample)
+        .push(
+            ") t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
+               JOIN attribute_names n ON n.code = a.key::bigint
+              WHERE jsonb_typeof(a.value) IN ('number', 'string', 'boolean'))",
+        );
     }
 
     fn push_each_span<'a>(

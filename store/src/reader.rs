@@ -32,6 +32,10 @@ use super::{Cursor, LevelStart, SpanLevel, StoreError, StoreResult, TraceQuery};
 /// How deep a deep link's ancestor walk goes before it gives up.
 pub const MAX_ANCESTORS: i64 = 100_000;
 
+/// The spans whose attributes a run's span keys are read from: a sample, the run's
+/// first spans in key order, so the answer costs the same in any run.
+const SPAN_KEY_SAMPLE: i64 = 2_000;
+
 /// What the dashboard and the query API read. Every method sees committed data
 /// only, and none writes.
 #[async_trait]
@@ -198,6 +202,60 @@ pub(super) struct Keyset<'k> {
 }
 
 impl<DB: Dialect> Reader<DB> {
+    /// The keys of the attribute rows `rows` pushes ([`Dialect::push_attr_rows`]'s
+    /// shape), by type, most common first, with their ranges and common values;
+    /// `count` counts a key's or value's traces over its rows.
+    async fn keys_of<'a>(
+        &self,
+        rows: &(dyn Fn(&mut Sql<'a, DB>) + Sync),
+        count: &str,
+    ) -> StoreResult<Vec<AttributeKey>> {
+        let mut q = Sql::<DB>::new(format!(
+            "SELECT key, kind, {count} AS traces, MIN(num) AS min, MAX(num) AS max FROM "
+        ));
+        rows(&mut q);
+        q.push(format!(
+            " a GROUP BY key, kind ORDER BY {count} DESC, key, kind LIMIT {MAX_ATTRIBUTE_KEYS}"
+        ));
+        let mut keys = self
+            .rows(q)
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(AttributeKey {
+                    key: r.req_text("key")?,
+                    kind: r.req_text("kind")?,
+                    traces: r.req_int("traces")?,
+                    min: r.float("min")?,
+                    max: r.float("max")?,
+                    values: Vec::new(),
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        // The most common values of each string or boolean key, in one query.
+        let mut q = Sql::<DB>::new(format!(
+            "SELECT key, kind, text, traces FROM (SELECT key, kind, text, {count} AS traces,
+                    ROW_NUMBER() OVER (PARTITION BY key, kind ORDER BY {count} DESC, text) AS n
+               FROM "
+        ));
+        rows(&mut q);
+        q.push(format!(
+            " a WHERE text IS NOT NULL AND length(text) <= {MAX_LISTED_VALUE_CHARS}
+              GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
+              ORDER BY key, kind, traces DESC, text"
+        ));
+        for r in self.rows(q).await?.iter() {
+            let (key, kind) = (r.req_text("key")?, r.req_text("kind")?);
+            if let Some(k) = keys.iter_mut().find(|k| k.key == key && k.kind == kind) {
+                k.values.push(ValueCount {
+                    value: r.req_text("text")?,
+                    traces: r.req_int("traces")?,
+                });
+            }
+        }
+        Ok(keys)
+    }
+
     pub fn new(pool: Pool<DB>) -> Self {
         Reader {
             pool,
@@ -573,52 +631,18 @@ impl<DB: Dialect> Reads for Reader<DB> {
     }
 
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {
-        let mut q = Sql::<DB>::new(
-            "SELECT key, kind, COUNT(*) AS traces, MIN(num) AS min, MAX(num) AS max FROM ",
-        );
-        DB::push_attr_rows(&mut q, run_id);
-        q.push(format!(
-            " a GROUP BY key, kind ORDER BY COUNT(*) DESC, key, kind LIMIT {MAX_ATTRIBUTE_KEYS}"
-        ));
-        let mut keys = self
-            .rows(q)
-            .await?
-            .iter()
-            .map(|r| {
-                Ok(AttributeKey {
-                    key: r.req_text("key")?,
-                    kind: r.req_text("kind")?,
-                    traces: r.req_int("traces")?,
-                    min: r.float("min")?,
-                    max: r.float("max")?,
-                    values: Vec::new(),
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        // The most common values of each string or boolean key, in one query.
-        let mut q = Sql::<DB>::new(
-            "SELECT key, kind, text, traces FROM (SELECT key, kind, text, COUNT(*) AS traces,
-                    ROW_NUMBER() OVER (PARTITION BY key, kind ORDER BY COUNT(*) DESC, text) AS n
-               FROM ",
-        );
-        DB::push_attr_rows(&mut q, run_id);
-        q.push(format!(
-            " a WHERE text IS NOT NULL AND length(text) <= {MAX_LISTED_VALUE_CHARS}
-              GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
-              ORDER BY key, kind, traces DESC, text"
-        ));
-        for r in self.rows(q).await?.iter() {
-            let (key, kind) = (r.req_text("key")?, r.req_text("kind")?);
-            if let Some(k) = keys.iter_mut().find(|k| k.key == key && k.kind == kind) {
-                k.values.push(ValueCount {
-                    value: r.req_text("text")?,
-                    traces: r.req_int("traces")?,
-                });
-            }
-        }
         Ok(AttributeKeys {
-            attributes: keys,
+            attributes: self
+                .keys_of(&|q| DB::push_attr_rows(q, run_id), "COUNT(*)")
+                .await?,
             notes: self.note_keys(run_id).await?,
+            // A span's key can repeat in its trace: traces are counted once.
+            span_attributes: self
+                .keys_of(
+                    &|q| DB::push_span_attr_rows(q, run_id, SPAN_KEY_SAMPLE),
+                    "COUNT(DISTINCT trace)",
+                )
+                .await?,
         })
     }
 

@@ -399,6 +399,11 @@ pub struct AttributeKeys {
     /// counts the traces holding one, on the trace or on a span of it.
     #[serde(default)]
     pub notes: Vec<AttributeKey>,
+    /// The attribute keys of a sample of the run's spans (its first 2,000 in key
+    /// order), for `span.attr.NAME`, in the same shape: `traces` counts the sampled
+    /// traces holding a span with the key, ranges and values are the sample's.
+    #[serde(default)]
+    pub span_attributes: Vec<AttributeKey>,
 }
 
 impl AttributeKeys {

@@ -125,9 +125,9 @@ pub fn FilterBar(url: Memo<WorkspaceUrl>, go_to: Callback<WorkspaceUrl>) -> impl
             </ul>
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
-                    let AttributeKeys { attributes: keys, notes } = keys.await;
+                    let AttributeKeys { attributes: keys, notes, span_attributes } = keys.await;
                     view! {
-                        <Builder url go_to keys=keys.clone() notes=notes.clone()/>
+                        <Builder url go_to keys=keys.clone() notes=notes.clone() span_keys=span_attributes/>
                         <Order url go_to keys=keys.clone() notes/>
                         <Columns url go_to keys/>
                     }
@@ -145,6 +145,8 @@ fn Builder(
     keys: Vec<AttributeKey>,
     /// The run's annotation names, for `note.NAME`.
     notes: Vec<AttributeKey>,
+    /// A sample of its spans' attribute keys, for `span.attr.NAME`.
+    span_keys: Vec<AttributeKey>,
 ) -> impl IntoView {
     let field = RwSignal::new(Total::Errors.name().to_string());
     let op = RwSignal::new(">".to_string());
@@ -161,8 +163,17 @@ fn Builder(
     let naming = move || field.get() == SPAN_ATTR;
     let keys = StoredValue::new(keys);
     let notes = StoredValue::new(notes);
+    // Each name once, though a name with values of two types has two keys.
+    let mut span_names: Vec<String> = span_keys.iter().map(|k| k.key.clone()).collect();
+    span_names.sort_unstable();
+    span_names.dedup();
+    let span_keys = StoredValue::new(span_keys);
     // What the value box suggests: a number key's range, a string key's values.
     let chosen = move || {
+        if naming() {
+            let name = span_attr.get();
+            return span_keys.with_value(|ks| ks.iter().find(|k| k.key == name.trim()).cloned());
+        }
         let f = field.get();
         let find = |ks: &Vec<AttributeKey>, prefix: &str| {
             ks.iter()
@@ -255,10 +266,14 @@ fn Builder(
                 </optgroup>
             </select>
             <input type="text" class="span-attr" aria-label="Span attribute name"
-                placeholder="attribute name"
+                placeholder="attribute name" list="span-attribute-names"
                 hidden=move || !naming()
                 prop:value=move || span_attr.get()
                 on:input=move |ev| span_attr.set(event_target_value(&ev))/>
+            // Names seen on a sample of the run's spans.
+            <datalist id="span-attribute-names">
+                {span_names.into_iter().map(|name| view! { <option value=name/> }).collect_view()}
+            </datalist>
             <select aria-label="Filter operator" on:change=move |ev| op.set(event_target_value(&ev))>
                 {OPERATORS.map(|o| view! { <option value=o selected=move || op.get() == o>{o}</option> }).collect_view()}
             </select>

@@ -221,7 +221,7 @@ mod tests {
         };
         let keys = |ks: Vec<AttributeKey>| AttributeKeys {
             attributes: ks,
-            notes: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             preferred_by(&keys(vec![key("prompt_id"), key("group_id")])),

@@ -377,7 +377,7 @@ mod tests {
     fn the_first_value_shown_is_a_reward_or_a_return() {
         let keys = |ks: Vec<AttributeKey>| AttributeKeys {
             attributes: ks,
-            notes: Vec::new(),
+            ..Default::default()
         };
         assert_eq!(
             preferred_value(&keys(vec![

@@ -952,6 +952,52 @@ async fn a_first_page_counts_its_matches(s: S) {
     assert_eq!(none.matched, Some(0));
 }
 
+/// The span attribute keys a run's answer offers: every span's, by name, its
+/// traces counted once however many of its spans carry the key.
+async fn span_attribute_keys_come_with_types_ranges_and_values(s: S) {
+    span_run(&s).await;
+    // A second span with the same model in t2: its trace still counts once.
+    let again = with(
+        open("t2", "m2", Some("root"), "model", 3),
+        json!({"attributes": {"model": "small"}}),
+    );
+    write(&s, "r1", &[again]).await;
+    let keys = s.reads().attribute_keys("r1").await.expect("keys");
+    let listed: Vec<(&str, &str, i64)> = keys
+        .span_attributes
+        .iter()
+        .map(|k| (k.key.as_str(), k.kind.as_str(), k.traces))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("task", "string", 4),
+            ("dt", "number", 2),
+            ("cached", "boolean", 1),
+            ("model", "string", 1)
+        ]
+    );
+    let dt = &keys.span_attributes[1];
+    assert_eq!((dt.min, dt.max), (Some(0.01), Some(0.02)));
+    let values = |i: usize| -> Vec<(String, i64)> {
+        keys.span_attributes[i]
+            .values
+            .iter()
+            .map(|v| (v.value.clone(), v.traces))
+            .collect()
+    };
+    assert_eq!(values(0), [("a".to_string(), 2), ("b".to_string(), 2)]);
+    assert_eq!(values(2), [("true".to_string(), 1)]);
+    assert_eq!(values(3), [("small".to_string(), 1)]);
+    // The root attributes' own list is the traces', as before.
+    let roots: Vec<&str> = keys.attributes.iter().map(|k| k.key.as_str()).collect();
+    assert_eq!(roots, ["task"]);
+    // A run with no spans offers none.
+    run(&s, "r2").await;
+    let none = s.reads().attribute_keys("r2").await.expect("keys");
+    assert!(none.span_attributes.is_empty());
+}
+
 async fn attribute_keys_give_types_counts_ranges_and_common_values(s: S) {
     attribute_run(&s).await;
     let keys = s
@@ -1034,6 +1080,7 @@ on_both!(tokio::test, |t| t.store.clone();
     span_strings_found_through_their_index_match_each_spans_attributes,
     a_span_opened_after_its_children_is_found_by_its_name,
     attribute_keys_give_types_counts_ranges_and_common_values,
+    span_attribute_keys_come_with_types_ranges_and_values,
     a_first_page_counts_its_matches,
     traces_sort_by_a_numeric_attribute_and_page_without_gaps,
     filters_too_common_to_list_page_through_every_match_across_a_project,
