@@ -433,6 +433,21 @@ fn push_key<'a>(q: &mut Sql<'a, Postgres>, doc: JsonDoc, key: &'a str) {
     }
 }
 
+/// The `kind`, `num` and `text` of [`Dialect::push_attr_rows`]' rows, from a
+/// member `a` of `json_each`, and the member types that make one.
+const SQLITE_ATTR_VALUES: &str =
+    "CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
+                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
+     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
+     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
+                 WHEN 'false' THEN 'false' END AS text";
+const SQLITE_ATTR_TYPES: &str = "a.type IN ('integer', 'real', 'text', 'true', 'false')";
+/// The same from a member `a` of `jsonb_each`.
+const PG_ATTR_VALUES: &str = "jsonb_typeof(a.value) AS kind,
+     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
+     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text";
+const PG_ATTR_TYPES: &str = "jsonb_typeof(a.value) IN ('number', 'string', 'boolean')";
+
 impl Dialect for Sqlite {
     const BODY_DOCS: &'static str = "span_docs";
     const LIKE_ANY_CASE: &'static str = "LIKE";
@@ -608,38 +623,28 @@ impl Dialect for Sqlite {
     }
 
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
-        q.push(
-            "(SELECT t.trace_id AS trace, a.key AS key,
-                     CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
-                                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
-                     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
-                     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
-                                 WHEN 'false' THEN 'false' END AS text
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, a.key AS key, {SQLITE_ATTR_VALUES}
                 FROM traces t, json_each(t.attributes) a
-               WHERE a.type IN ('integer', 'real', 'text', 'true', 'false') AND t.run_id = ",
-        )
+               WHERE {SQLITE_ATTR_TYPES} AND t.run_id = "
+        ))
         .bind(run_id)
         .push(")");
     }
 
     fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
-        q.push(
-            "(SELECT t.trace_id AS trace, n.name AS key,
-                     CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
-                                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
-                     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
-                     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
-                                 WHEN 'false' THEN 'false' END AS text
-                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = ",
-        )
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, n.name AS key, {SQLITE_ATTR_VALUES}
+                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = "
+        ))
         .bind(run_id)
         .push(" ORDER BY trace_id, span_id LIMIT ")
         .bind(sample)
-        .push(
+        .push(format!(
             ") t, json_each(t.attributes) a
                JOIN attribute_names n ON n.code = CAST(a.key AS INTEGER)
-              WHERE a.type IN ('integer', 'real', 'text', 'true', 'false'))",
-        );
+              WHERE {SQLITE_ATTR_TYPES})"
+        ));
     }
 
     fn push_each_span<'a>(
@@ -887,32 +892,28 @@ impl Dialect for Postgres {
     }
 
     fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
-        q.push(
-            "(SELECT t.trace_id AS trace, a.key AS key, jsonb_typeof(a.value) AS kind,
-                     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
-                     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, a.key AS key, {PG_ATTR_VALUES}
                 FROM traces t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
-               WHERE jsonb_typeof(a.value) IN ('number', 'string', 'boolean') AND t.run_id = ",
-        )
+               WHERE {PG_ATTR_TYPES} AND t.run_id = "
+        ))
         .bind(run_id)
         .push(")");
     }
 
     fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
-        q.push(
-            "(SELECT t.trace_id AS trace, n.name AS key, jsonb_typeof(a.value) AS kind,
-                     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
-                     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text
-                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = ",
-        )
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, n.name AS key, {PG_ATTR_VALUES}
+                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = "
+        ))
         .bind(run_id)
         .push(" ORDER BY trace_id, span_id LIMIT ")
         .bind(sample)
-        .push(
+        .push(format!(
             ") t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
                JOIN attribute_names n ON n.code = a.key::bigint
-              WHERE jsonb_typeof(a.value) IN ('number', 'string', 'boolean'))",
-        );
+              WHERE {PG_ATTR_TYPES})"
+        ));
     }
 
     fn push_each_span<'a>(
