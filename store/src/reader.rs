@@ -202,18 +202,68 @@ pub(super) struct Keyset<'k> {
 }
 
 impl<DB: Dialect> Reader<DB> {
-    /// The keys of the attribute rows `rows` pushes ([`Dialect::push_attr_rows`]'s
-    /// shape), by type, most common first, with their ranges and common values;
-    /// `count` counts a key's or value's traces over its rows.
-    async fn keys_of<'a>(
-        &self,
-        rows: &(dyn Fn(&mut Sql<'a, DB>) + Sync),
-        count: &str,
-    ) -> StoreResult<Vec<AttributeKey>> {
+    /// The root-attribute keys of the run's traces, by type, most common first,
+    /// with their ranges and common values, in one pass over the traces'
+    /// attributes instead of two: each (key, type, listable value) counted in SQL,
+    /// the rest added up here. A root has a key once, so a key's traces are the
+    /// sum of its values'.
+    async fn root_keys(&self, run_id: &str) -> StoreResult<Vec<AttributeKey>> {
+        let mut q = Sql::<DB>::new(format!(
+            "SELECT key, kind, CASE WHEN length(text) <= {MAX_LISTED_VALUE_CHARS} THEN text END \
+             AS shown, COUNT(*) AS traces, MIN(num) AS min, MAX(num) AS max FROM "
+        ));
+        DB::push_attr_rows(&mut q, run_id);
+        q.push(" a GROUP BY key, kind, shown");
+        let mut keys: Vec<AttributeKey> = Vec::new();
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
+        for r in self.rows(q).await? {
+            let (key, kind) = (r.req_text("key")?, r.req_text("kind")?);
+            let traces = r.req_int("traces")?;
+            let at = *index.entry((key.clone(), kind.clone())).or_insert_with(|| {
+                keys.push(AttributeKey {
+                    key,
+                    kind,
+                    traces: 0,
+                    min: None,
+                    max: None,
+                    values: Vec::new(),
+                });
+                keys.len() - 1
+            });
+            let k = &mut keys[at];
+            k.traces = k.traces.saturating_add(traces);
+            let (min, max) = (r.float("min")?, r.float("max")?);
+            k.min = k.min.into_iter().chain(min).reduce(f64::min);
+            k.max = k.max.into_iter().chain(max).reduce(f64::max);
+            if let Some(value) = r.text("shown")? {
+                k.values.push(ValueCount { value, traces });
+            }
+        }
+        for k in &mut keys {
+            k.values
+                .sort_by(|a, b| b.traces.cmp(&a.traces).then_with(|| a.value.cmp(&b.value)));
+            k.values.truncate(TOP_VALUES);
+        }
+        keys.sort_by(|a, b| {
+            b.traces
+                .cmp(&a.traces)
+                .then_with(|| a.key.cmp(&b.key))
+                .then_with(|| a.kind.cmp(&b.kind))
+        });
+        keys.truncate(MAX_ATTRIBUTE_KEYS);
+        Ok(keys)
+    }
+
+    /// The attribute keys of a sample of the run's spans
+    /// ([`Dialect::push_span_attr_rows`]), by type, most common first, with their
+    /// ranges and common values. A key can repeat in a trace: its traces are
+    /// counted once each.
+    async fn span_keys(&self, run_id: &str) -> StoreResult<Vec<AttributeKey>> {
+        let count = "COUNT(DISTINCT trace)";
         let mut q = Sql::<DB>::new(format!(
             "SELECT key, kind, {count} AS traces, MIN(num) AS min, MAX(num) AS max FROM "
         ));
-        rows(&mut q);
+        DB::push_span_attr_rows(&mut q, run_id, SPAN_KEY_SAMPLE);
         q.push(format!(
             " a GROUP BY key, kind ORDER BY {count} DESC, key, kind LIMIT {MAX_ATTRIBUTE_KEYS}"
         ));
@@ -238,7 +288,7 @@ impl<DB: Dialect> Reader<DB> {
                     ROW_NUMBER() OVER (PARTITION BY key, kind ORDER BY {count} DESC, text) AS n
                FROM "
         ));
-        rows(&mut q);
+        DB::push_span_attr_rows(&mut q, run_id, SPAN_KEY_SAMPLE);
         q.push(format!(
             " a WHERE text IS NOT NULL AND length(text) <= {MAX_LISTED_VALUE_CHARS}
               GROUP BY key, kind, text) v WHERE n <= {TOP_VALUES}
@@ -632,17 +682,9 @@ impl<DB: Dialect> Reads for Reader<DB> {
 
     async fn attribute_keys(&self, run_id: &str) -> StoreResult<AttributeKeys> {
         Ok(AttributeKeys {
-            attributes: self
-                .keys_of(&|q| DB::push_attr_rows(q, run_id), "COUNT(*)")
-                .await?,
+            attributes: self.root_keys(run_id).await?,
             notes: self.note_keys(run_id).await?,
-            // A span's key can repeat in its trace: traces are counted once.
-            span_attributes: self
-                .keys_of(
-                    &|q| DB::push_span_attr_rows(q, run_id, SPAN_KEY_SAMPLE),
-                    "COUNT(DISTINCT trace)",
-                )
-                .await?,
+            span_attributes: self.span_keys(run_id).await?,
         })
     }
 
