@@ -301,10 +301,41 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
     /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
     /// text (strings and booleans); `num` is floating-point, an integer too.
-    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str);
+    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
+        let m = Self::MEMBERS;
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, a.key AS key, {values}
+                FROM traces t{each}
+               WHERE {types} AND t.run_id = ",
+            values = m.values,
+            each = m.each,
+            types = m.types,
+        ))
+        .bind(run_id)
+        .push(")");
+    }
     /// The same table of the attributes of a sample of the run's spans: its first
     /// `sample` spans in key order (whole traces, but for the last), named.
-    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64);
+    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
+        let m = Self::MEMBERS;
+        q.push(format!(
+            "(SELECT t.trace_id AS trace, n.name AS key, {values}
+                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = ",
+            values = m.values,
+        ))
+        .bind(run_id)
+        .push(" ORDER BY trace_id, span_id LIMIT ")
+        .bind(sample)
+        .push(format!(
+            ") t{each} JOIN attribute_names n ON n.code = {code} WHERE {types})",
+            each = m.each,
+            code = m.code,
+            types = m.types,
+        ));
+    }
+    /// How the two tables above read the members `a` of a JSON object column
+    /// `t.attributes`.
+    const MEMBERS: JsonMembers;
 
     /// Whether span `s`'s error body is an object whose `type` is the string `text`,
     /// written as the index `spans_run_error_type` is.
@@ -433,23 +464,31 @@ fn push_key<'a>(q: &mut Sql<'a, Postgres>, doc: JsonDoc, key: &'a str) {
     }
 }
 
-/// The `kind`, `num` and `text` of [`Dialect::push_attr_rows`]' rows, from a
-/// member `a` of `json_each`, and the member types that make one.
-const SQLITE_ATTR_VALUES: &str =
-    "CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
-                 WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
-     CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
-     CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
-                 WHEN 'false' THEN 'false' END AS text";
-const SQLITE_ATTR_TYPES: &str = "a.type IN ('integer', 'real', 'text', 'true', 'false')";
-/// The same from a member `a` of `jsonb_each`.
-const PG_ATTR_VALUES: &str = "jsonb_typeof(a.value) AS kind,
-     CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
-     CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text";
-const PG_ATTR_TYPES: &str = "jsonb_typeof(a.value) IN ('number', 'string', 'boolean')";
+/// How a database reads the members `a` of a JSON object column `t.attributes`
+/// ([`Dialect::MEMBERS`]).
+pub struct JsonMembers {
+    /// Joined after the table: the members as rows.
+    each: &'static str,
+    /// A member's key as an attribute code.
+    code: &'static str,
+    /// Its `kind`, `num` and `text`, as [`Dialect::push_attr_rows`] gives them.
+    values: &'static str,
+    /// The member types that make a row: numbers, strings and booleans.
+    types: &'static str,
+}
 
 impl Dialect for Sqlite {
     const BODY_DOCS: &'static str = "span_docs";
+    const MEMBERS: JsonMembers = JsonMembers {
+        each: ", json_each(t.attributes) a",
+        code: "CAST(a.key AS INTEGER)",
+        values: "CASE a.type WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number'
+                             WHEN 'text' THEN 'string' ELSE 'boolean' END AS kind,
+                 CASE WHEN a.type IN ('integer', 'real') THEN CAST(a.value AS REAL) END AS num,
+                 CASE a.type WHEN 'text' THEN a.value WHEN 'true' THEN 'true'
+                             WHEN 'false' THEN 'false' END AS text",
+        types: "a.type IN ('integer', 'real', 'text', 'true', 'false')",
+    };
     const LIKE_ANY_CASE: &'static str = "LIKE";
     const GREATEST: &'static str = "MAX";
     const LEAST: &'static str = "MIN";
@@ -622,31 +661,6 @@ impl Dialect for Sqlite {
         q.push(column);
     }
 
-    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
-        q.push(format!(
-            "(SELECT t.trace_id AS trace, a.key AS key, {SQLITE_ATTR_VALUES}
-                FROM traces t, json_each(t.attributes) a
-               WHERE {SQLITE_ATTR_TYPES} AND t.run_id = "
-        ))
-        .bind(run_id)
-        .push(")");
-    }
-
-    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
-        q.push(format!(
-            "(SELECT t.trace_id AS trace, n.name AS key, {SQLITE_ATTR_VALUES}
-                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = "
-        ))
-        .bind(run_id)
-        .push(" ORDER BY trace_id, span_id LIMIT ")
-        .bind(sample)
-        .push(format!(
-            ") t, json_each(t.attributes) a
-               JOIN attribute_names n ON n.code = CAST(a.key AS INTEGER)
-              WHERE {SQLITE_ATTR_TYPES})"
-        ));
-    }
-
     fn push_each_span<'a>(
         q: &mut Sql<'a, Self>,
         outer: &str,
@@ -708,6 +722,14 @@ impl Dialect for Sqlite {
 
 impl Dialect for Postgres {
     const BODY_DOCS: &'static str = "span_words";
+    const MEMBERS: JsonMembers = JsonMembers {
+        each: " CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a",
+        code: "a.key::bigint",
+        values: "jsonb_typeof(a.value) AS kind,
+                 CASE jsonb_typeof(a.value) WHEN 'number' THEN (a.value #>> '{}')::float8 END AS num,
+                 CASE WHEN jsonb_typeof(a.value) IN ('string', 'boolean') THEN a.value #>> '{}' END AS text",
+        types: "jsonb_typeof(a.value) IN ('number', 'string', 'boolean')",
+    };
     const LIKE_ANY_CASE: &'static str = "ILIKE";
     const GREATEST: &'static str = "GREATEST";
     const LEAST: &'static str = "LEAST";
@@ -889,31 +911,6 @@ impl Dialect for Postgres {
 
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {
         q.push(format!("{column} COLLATE \"C\""));
-    }
-
-    fn push_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str) {
-        q.push(format!(
-            "(SELECT t.trace_id AS trace, a.key AS key, {PG_ATTR_VALUES}
-                FROM traces t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
-               WHERE {PG_ATTR_TYPES} AND t.run_id = "
-        ))
-        .bind(run_id)
-        .push(")");
-    }
-
-    fn push_span_attr_rows<'a>(q: &mut Sql<'a, Self>, run_id: &'a str, sample: i64) {
-        q.push(format!(
-            "(SELECT t.trace_id AS trace, n.name AS key, {PG_ATTR_VALUES}
-                FROM (SELECT trace_id, attributes FROM spans WHERE run_id = "
-        ))
-        .bind(run_id)
-        .push(" ORDER BY trace_id, span_id LIMIT ")
-        .bind(sample)
-        .push(format!(
-            ") t CROSS JOIN LATERAL jsonb_each(t.attributes::jsonb) a
-               JOIN attribute_names n ON n.code = a.key::bigint
-              WHERE {PG_ATTR_TYPES})"
-        ));
     }
 
     fn push_each_span<'a>(
