@@ -154,6 +154,11 @@ const SQLITE: Embedded = Embedded(&[
         "span texts",
         include_str!("../migrations/sqlite/0028_span_texts.sql"),
     ),
+    (
+        29,
+        "span text overwrites",
+        include_str!("../migrations/sqlite/0029_span_text_overwrites.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -301,6 +306,11 @@ const POSTGRES: Embedded = Embedded(&[
         29,
         "span texts",
         include_str!("../migrations/postgres/0029_span_texts.sql"),
+    ),
+    (
+        30,
+        "span text overwrites",
+        include_str!("../migrations/postgres/0030_span_text_overwrites.sql"),
     ),
 ]);
 
@@ -514,5 +524,35 @@ mod tests {
                 (1, "small".into(), "t1".into())
             ]
         );
+    }
+
+    /// A store from before `span_text_overwrites` (29) may list a value a later
+    /// batch overwrote: its rows are listed again from the spans, so they are exact.
+    #[tokio::test]
+    async fn span_strings_no_span_holds_are_no_longer_listed() {
+        let (_dir, pool) = sqlite_at(28).await;
+        sqlx::query(
+            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+             child_count, error_count, attr_count, attributes) \
+             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{\"1\":\"large\"}')",
+        )
+        .execute(&pool)
+        .await
+        .expect("an older store's span");
+        sqlx::query(
+            "INSERT INTO span_texts (run_id, code, value, trace_id) \
+             VALUES ('r1', 1, 'small', 't1'), ('r1', 1, 'large', 't1')",
+        )
+        .execute(&pool)
+        .await
+        .expect("its rows, one stale");
+
+        upgrade(&pool).await;
+        let rows: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT code, value, trace_id FROM span_texts ORDER BY value")
+                .fetch_all(&pool)
+                .await
+                .expect("listed");
+        assert_eq!(rows, [(1, "large".into(), "t1".into())]);
     }
 }

@@ -36,12 +36,14 @@ pub(super) async fn execute_each<'e, DB: Dialect>(
 #[derive(Default)]
 pub(super) struct Derived<'a> {
     texts: OnceLock<Vec<span_texts::TextRow<'a>>>,
+    overwritten: OnceLock<Vec<&'a str>>,
     docs: OnceLock<Vec<Doc<'a>>>,
 }
 
 /// The statements that write a plan's spans, `span_chunk` rows each, then their
-/// short string attributes (`span_texts`) and their bodies' words, each found
-/// while the statement before runs.
+/// short string attributes (`span_texts`), the traces whose stored spans' rows
+/// this may have made stale, and their bodies' words, each found while the
+/// statement before runs.
 pub(super) fn span_statements<'a, DB: Dialect>(
     run_id: &'a str,
     project: &'a str,
@@ -67,6 +69,18 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             span_texts::insert(&mut q, run_id, chunk);
             Ok(q)
         });
+    let overwritten = std::iter::once(())
+        .flat_map(move |()| {
+            derived
+                .overwritten
+                .get_or_init(|| span_texts::overwritten(&plan.spans))
+                .chunks(span_texts::CHUNK)
+        })
+        .map(move |chunk| {
+            let mut q = Sql::new("");
+            span_texts::insert_overwritten(&mut q, run_id, chunk);
+            Ok(q)
+        });
     let words = std::iter::once(())
         .flat_map(move |()| {
             derived
@@ -79,7 +93,7 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             DB::push_docs_upsert(&mut q, run_id, project, chunk);
             Ok(q)
         });
-    spans.chain(texts).chain(words)
+    spans.chain(texts).chain(overwritten).chain(words)
 }
 
 #[cfg(test)]

@@ -528,8 +528,9 @@ async fn a_span_opened_after_its_children_is_found_by_its_name(s: S) {
 
 /// A span string attribute filter starts from the traces `span_texts` lists: it
 /// must still match what each span says now, on one span, in a run and across its
-/// project, for a value overwritten by the close, one too long to list, one sent
-/// in a later batch, and values compared byte for byte.
+/// project, for a value overwritten by the close (in its batch and in a later
+/// one), one too long to list, one sent in a later batch, and values compared
+/// byte for byte.
 async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S) {
     span_run(&s).await;
     let long = "x".repeat(300);
@@ -560,18 +561,34 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
             "model",
             json!({"model": "Small", "lang": "日本語"}),
         ),
+        // Written small, then changed to tiny by a later batch; large written
+        // twice, the second time beside a new name.
+        open("t24", "root", None, "rollout", 0),
+        span("t24", "m", "model", json!({"model": "small"})),
+        open("t25", "root", None, "rollout", 0),
+        span("t25", "m", "model", json!({"model": "large"})),
     ];
     write(&s, "r1", &events).await;
     // A value the close of an earlier batch brings.
-    write(&s, "r1", &[closed("t23", "root", json!({"route": "fast"}))]).await;
+    let later = [
+        closed("t23", "root", json!({"route": "fast"})),
+        closed("t24", "m", json!({"model": "tiny"})),
+        closed("t25", "m", json!({"model": "large", "seed": "7"})),
+    ];
+    write(&s, "r1", &later).await;
     let long_filter = format!("span.attr.model = \"{long}\"");
     let cases: Vec<(Vec<&str>, Vec<i64>)> = vec![
         (vec!["span.attr.model = small"], vec![2, 22]),
-        (vec!["span.attr.model = large"], vec![20]),
+        (vec!["span.attr.model = large"], vec![20, 25]),
+        (vec!["span.attr.model = tiny"], vec![24]),
+        (vec!["span.attr.seed = \"7\""], vec![25]),
         (vec!["span.attr.model = Small"], vec![23]),
         (vec![long_filter.as_str()], vec![21]),
-        (vec!["span.attr.model in (small, large)"], vec![2, 20, 22]),
-        (vec!["span.attr.model in (large, 3)"], vec![20, 22]),
+        (
+            vec!["span.attr.model in (small, large)"],
+            vec![2, 20, 22, 25],
+        ),
+        (vec!["span.attr.model in (large, 3)"], vec![20, 22, 25]),
         (vec!["span.attr.model = 3"], vec![22]),
         (vec!["span.attr.lang = \"日本語\""], vec![23]),
         (vec!["span.attr.route = fast"], vec![23]),
@@ -601,6 +618,13 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
         ..Default::default()
     };
     let first = s.reads().list_traces(&small).await.expect("list");
+    assert_eq!((first.traces.len(), first.matched), (1, Some(2)));
+    // The same from a trace whose rows are exact and one whose spans are tested.
+    let large = TraceQuery {
+        filters: super::filters(&["span.attr.model = large"]),
+        ..small
+    };
+    let first = s.reads().list_traces(&large).await.expect("list");
     assert_eq!((first.traces.len(), first.matched), (1, Some(2)));
 }
 
