@@ -130,12 +130,16 @@ impl PostgresStore {
 /// statement PostgreSQL may settle on a generic plan, blind to the bound run and
 /// filter, that probed the spans of all 100,000 traces of a run (535 ms, not 81).
 /// (The write pool keeps generic plans: a batch's upserts have one plan to choose,
-/// and planning them afresh cost 2 ms a batch.)
+/// and planning them afresh cost 2 ms a batch.) No JIT: a read whose estimate
+/// passes `jit_above_cost` spent 15–17 ms compiling to save less. On `bench
+/// rollouts`, a span string filter's first page took 46 / 50–51 ms p50 / p95 in a
+/// run and 48–50 / 52–53 across the project with it, 30 / 32–40 and 22–24 / 28–29
+/// without; the other cases stayed within their spread.
 async fn read_pool(options: PgConnectOptions, connections: u32) -> StoreResult<PgPool> {
     Ok(PgPoolOptions::new()
         .max_connections(connections)
         .acquire_timeout(Duration::from_secs(30))
-        .connect_with(options.options([("plan_cache_mode", "force_custom_plan")]))
+        .connect_with(options.options([("plan_cache_mode", "force_custom_plan"), ("jit", "off")]))
         .await?)
 }
 
