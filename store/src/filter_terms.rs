@@ -15,7 +15,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
 use super::search::{distinct_traces, Term};
-use super::span_texts;
+use super::span_index::Indexed;
 use super::statements::TEXT_MAX_BYTES;
 use super::trace_list::{is_failed_span, push_note_test, push_span_filter};
 use super::{StoreResult, TraceQuery};
@@ -41,7 +41,7 @@ impl<DB: Dialect> Reader<DB> {
             .iter()
             .filter_map(|filter| lookup::<DB>(query, filter).map(|q| (q, Some(filter))))
             .chain(span_lookup::<DB>(query).map(|q| (q, None)))
-            .chain(span_text_lookup::<DB>(query).map(|q| (q, None)));
+            .chain(span_attr_lookup::<DB>(query).map(|q| (q, None)));
         for (mut q, answered) in lookups {
             q.push(" LIMIT ")
                 .bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
@@ -157,15 +157,15 @@ fn span_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
 }
 
 /// The traces that hold a span once written with the value of the query's first
-/// `span.attr.NAME = "text"` filter ([`span_texts`]); the traces whose spans pass
-/// every span filter are among these. A run's list looks them up too, though its
-/// span filters read the same rows (`trace_list::push_span_filters`): with a list
-/// to start from, one group of 8 in 100,000 traces took 0.7 ms, and 12 ms without,
-/// walking the run's traces to test each against that set.
-fn span_text_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
-    let (key, values) = query.filters.iter().find_map(span_texts::looked_up)?;
-    let mut q = select("span_texts", "x", query);
-    span_texts::push_test(&mut q, key, &values);
+/// `span.attr.` filter an index answers ([`Indexed`]); the traces whose spans
+/// pass every span filter are among these. A run's list looks them up too, though
+/// its span filters read the same rows (`trace_list::push_span_filters`): with a
+/// list to start from, one group of 8 in 100,000 traces took 0.7 ms, and 12 ms
+/// without, walking the run's traces to test each against that set.
+fn span_attr_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
+    let indexed = Indexed::find(&query.filters)?;
+    let mut q = select(indexed.table(), "x", query);
+    indexed.push_test(&mut q);
     Some(q)
 }
 

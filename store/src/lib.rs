@@ -42,6 +42,8 @@ mod run_list;
 mod run_writes;
 mod search;
 pub mod sizes;
+mod span_index;
+mod span_ranges;
 mod span_texts;
 mod sqlite;
 mod statements;

@@ -156,8 +156,8 @@ const SQLITE: Embedded = Embedded(&[
     ),
     (
         29,
-        "span text overwrites",
-        include_str!("../migrations/sqlite/0029_span_text_overwrites.sql"),
+        "span attribute ranges",
+        include_str!("../migrations/sqlite/0029_span_attribute_ranges.sql"),
     ),
 ]);
 
@@ -309,8 +309,8 @@ const POSTGRES: Embedded = Embedded(&[
     ),
     (
         30,
-        "span text overwrites",
-        include_str!("../migrations/postgres/0030_span_text_overwrites.sql"),
+        "span attribute ranges",
+        include_str!("../migrations/postgres/0030_span_attribute_ranges.sql"),
     ),
 ]);
 
@@ -526,7 +526,7 @@ mod tests {
         );
     }
 
-    /// A store from before `span_text_overwrites` (29) may list a value a later
+    /// A store from before `span_attribute_overwrites` (29) may list a value a later
     /// batch overwrote: its rows are listed again from the spans, so they are exact.
     #[tokio::test]
     async fn span_strings_no_span_holds_are_no_longer_listed() {
@@ -554,5 +554,39 @@ mod tests {
                 .await
                 .expect("listed");
         assert_eq!(rows, [(1, "large".into(), "t1".into())]);
+    }
+
+    /// A store from before `span_ranges` (29) ranges each trace's span numbers and
+    /// booleans: a row a trace, code and kind, whatever number of spans carry it.
+    #[tokio::test]
+    async fn span_numbers_and_booleans_are_ranged_once_a_trace() {
+        let (_dir, pool) = sqlite_at(28).await;
+        sqlx::query(
+            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+             child_count, error_count, attr_count, attributes) \
+             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":5,\"2\":true}'), \
+                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":9.5,\"2\":false}'), \
+                    ('r1', 't1', 's3', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"x\",\"3\":null}'), \
+                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{\"1\":-3}')",
+        )
+        .execute(&pool)
+        .await
+        .expect("an older store's spans");
+
+        upgrade(&pool).await;
+        let rows: Vec<(String, i64, i64, f64, f64)> = sqlx::query_as(
+            "SELECT trace_id, code, kind, lo, hi FROM span_ranges ORDER BY trace_id, code",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("ranged");
+        assert_eq!(
+            rows,
+            [
+                ("t1".into(), 1, 0, 5.0, 9.5),
+                ("t1".into(), 2, 1, 0.0, 1.0),
+                ("t2".into(), 1, 0, -3.0, -3.0)
+            ]
+        );
     }
 }

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use super::attribute_codes::BatchCodes;
 use super::body_text::{self, Doc};
 use super::dialect::{Dialect, Sql};
-use super::{span_texts, statements, StoreResult};
+use super::{span_index, span_ranges, span_texts, statements, StoreResult};
 use crate::ingest::Plan;
 
 /// Runs each of `statements` on `conn`, in order, and stops at the first error
@@ -36,14 +36,15 @@ pub(super) async fn execute_each<'e, DB: Dialect>(
 #[derive(Default)]
 pub(super) struct Derived<'a> {
     texts: OnceLock<Vec<span_texts::TextRow<'a>>>,
+    ranges: OnceLock<Vec<span_ranges::RangeRow<'a>>>,
     overwritten: OnceLock<Vec<&'a str>>,
     docs: OnceLock<Vec<Doc<'a>>>,
 }
 
 /// The statements that write a plan's spans, `span_chunk` rows each, then their
-/// short string attributes (`span_texts`), the traces whose stored spans' rows
-/// this may have made stale, and their bodies' words, each found while the
-/// statement before runs.
+/// short string attributes (`span_texts`), their numbers' and booleans' ranges
+/// (`span_ranges`), the traces whose stored spans' rows this may have made stale,
+/// and their bodies' words, each found while the statement before runs.
 pub(super) fn span_statements<'a, DB: Dialect>(
     run_id: &'a str,
     project: &'a str,
@@ -69,16 +70,28 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             span_texts::insert(&mut q, run_id, chunk);
             Ok(q)
         });
+    let ranges = std::iter::once(())
+        .flat_map(move |()| {
+            derived
+                .ranges
+                .get_or_init(|| span_ranges::rows(&plan.spans, codes))
+                .chunks(span_ranges::CHUNK)
+        })
+        .map(move |chunk| {
+            let mut q = Sql::new("");
+            span_ranges::upsert(&mut q, run_id, chunk);
+            Ok(q)
+        });
     let overwritten = std::iter::once(())
         .flat_map(move |()| {
             derived
                 .overwritten
-                .get_or_init(|| span_texts::overwritten(&plan.spans))
+                .get_or_init(|| span_index::overwritten(&plan.spans))
                 .chunks(span_texts::CHUNK)
         })
         .map(move |chunk| {
             let mut q = Sql::new("");
-            span_texts::insert_overwritten(&mut q, run_id, chunk);
+            span_index::insert_overwritten(&mut q, run_id, chunk);
             Ok(q)
         });
     let words = std::iter::once(())
@@ -93,7 +106,11 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             DB::push_docs_upsert(&mut q, run_id, project, chunk);
             Ok(q)
         });
-    spans.chain(texts).chain(overwritten).chain(words)
+    spans
+        .chain(texts)
+        .chain(ranges)
+        .chain(overwritten)
+        .chain(words)
 }
 
 #[cfg(test)]

@@ -19,7 +19,13 @@ use super::{run_deletion, statements, Expired, StoreResult};
 const TRACES_PER_STEP: i64 = 500;
 
 /// The tables that hold a trace's rows besides `traces`, children first.
-const TRACE_TABLES: [&str; 4] = ["annotations", "trace_numbers", "trace_texts", "spans"];
+const TRACE_TABLES: [&str; 5] = [
+    "annotations",
+    "trace_numbers",
+    "trace_texts",
+    "span_ranges",
+    "spans",
+];
 
 /// Sets (`Some`) or clears (`None`) the project's policy.
 pub(super) async fn set_policy<DB: Dialect>(
@@ -246,7 +252,15 @@ async fn expire_in_run<DB: Dialect>(
     if let [big] = past.as_slice() {
         if big.spans > limit {
             // Too large for one step: its annotations and spans go a batch at a
-            // time first; the trace goes as a small one once they are gone.
+            // time first; the trace goes as a small one once they are gone. Until
+            // then its `span_ranges` rows may outreach its spans: lists test them.
+            let mut q =
+                Sql::<DB>::new("INSERT INTO span_attribute_overwrites (run_id, trace_id) VALUES (");
+            q.bind(run_id.to_string())
+                .push(", ")
+                .bind(big.trace_id.clone())
+                .push(") ON CONFLICT (run_id, trace_id) DO NOTHING");
+            DB::execute(&mut *tx, q).await?;
             for table in ["annotations", "spans"] {
                 let key = run_deletion::key_of(table);
                 // The step's spans, in key order: their string attributes' rows

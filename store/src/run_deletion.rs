@@ -15,10 +15,11 @@ use super::{Purged, StoreError, StoreResult};
 
 /// Each table that holds a run's rows, with its key: a batch is the rows whose
 /// keys the first `limit` of the run's rows give. Children before their traces.
-const TABLES: [(&str, &str); 11] = [
+const TABLES: [(&str, &str); 12] = [
     ("annotations", "run_id, trace_id, span_id, name, author"),
     ("span_texts", "run_id, code, value, trace_id"),
-    ("span_text_overwrites", "run_id, trace_id"),
+    ("span_ranges", "run_id, trace_id, code, kind"),
+    ("span_attribute_overwrites", "run_id, trace_id"),
     ("trace_numbers", "run_id, trace_id, key"),
     ("trace_texts", "run_id, trace_id, key"),
     ("spans", "run_id, trace_id, span_id"),

@@ -6,7 +6,7 @@
 //!
 //! Rows are added from each batch's attributes and never rewritten, so a value a
 //! later batch overwrote keeps its row. Such a trace is named in
-//! `span_text_overwrites` ([`overwritten`]), and a list tests the spans of those
+//! `span_attribute_overwrites` (`span_index`), and a list tests the spans of those
 //! traces only: every other trace's rows are exact, so a single string filter
 //! counts 12,800 matches of 100,000 traces from the rows alone instead of reading
 //! each one's spans. Either way, every trace with such a span is listed.
@@ -54,30 +54,6 @@ pub(super) fn insert<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, rows
         [run_id.into(), code.into(), value.into(), trace_id.into()]
     });
     q.push(" ON CONFLICT (run_id, code, value, trace_id) DO NOTHING");
-}
-
-/// The traces of `spans` whose attributes a span stored by an earlier batch
-/// changes: the rows that batch made may now name a value no span holds. Names
-/// stored before are not read, so a new name on such a span counts too.
-pub(super) fn overwritten(spans: &[SpanWrite]) -> Vec<&str> {
-    let changed = spans
-        .iter()
-        .filter(|w| w.stored_attrs > 0 && !w.attributes.is_empty());
-    let traces: HashSet<&str> = changed.map(|w| w.state.trace_id.as_str()).collect();
-    traces.into_iter().collect()
-}
-
-/// Names `traces` in `span_text_overwrites`, keeping the ones named already.
-pub(super) fn insert_overwritten<'a, DB: Dialect>(
-    q: &mut Sql<'a, DB>,
-    run_id: &'a str,
-    traces: &[&'a str],
-) {
-    q.push("INSERT INTO span_text_overwrites (run_id, trace_id) ");
-    push_rows(q, traces.iter().copied(), |trace_id| {
-        [run_id.into(), trace_id.into()]
-    });
-    q.push(" ON CONFLICT (run_id, trace_id) DO NOTHING");
 }
 
 /// The values of a span filter that `span_texts` answers: `span.attr.NAME` equal

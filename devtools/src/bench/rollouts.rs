@@ -332,6 +332,28 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             across("span.attr.group_id%20%3D%20s010-p000"),
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == GROUP)),
         ),
+        // A span number over a bound about one trace in six passes, then one no
+        // trace passes, each found through the traces' ranges.
+        (
+            "span.attr.response_tokens > 600, first page".to_string(),
+            filter("span.attr.response_tokens%20%3E%20600"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.reward < 0 (matching nothing), first page".to_string(),
+            filter("span.attr.reward%20%3C%200"),
+            Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
+        ),
+        (
+            "span.attr.response_tokens > 600, project-wide first page".to_string(),
+            across("span.attr.response_tokens%20%3E%20600"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.reward < 0 (matching nothing), project-wide".to_string(),
+            across("span.attr.reward%20%3C%200"),
+            Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
+        ),
     ];
     // A sort's first page: 50 traces, in the order asked.
     let sorted = |field: &'static str, descending: bool| -> Check {

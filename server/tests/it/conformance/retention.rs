@@ -255,6 +255,8 @@ async fn closed_traces_past_the_window_go_whole_and_the_counts_follow(t: TestSto
     assert_eq!(rows_of(&t, "r1", "trace_texts").await, 3);
     // A kept trace's span strings (the root's family, its children's tool) stay.
     assert_eq!(rows_of(&t, "r1", "span_texts").await, 3 + 3);
+    // And their roots' rewards' ranges.
+    assert_eq!(rows_of(&t, "r1", "span_ranges").await, 3);
     let (stored, _) = step_rows(&t, "r1").await;
     assert_eq!(stored, "1:1/0 2:1/0 3:1/0");
     // Another project's old traces stay.

@@ -10,13 +10,15 @@ use treeline_wire::annotations::{Author, NoteValue, NoteWrite, Source};
 use treeline_wire::{BatchResponse, MetricPoint, RunUpsert};
 
 /// Every table that holds a run's rows.
-const TABLES: [&str; 12] = [
+const TABLES: [&str; 14] = [
     "runs",
     "traces",
     "spans",
     "trace_numbers",
     "trace_texts",
     "span_texts",
+    "span_ranges",
+    "span_attribute_overwrites",
     "annotations",
     "step_activity",
     "metric_points",
@@ -65,6 +67,31 @@ async fn fill(t: &TestStore, run_id: &str) {
         s.write_batch(run_id, batch, 20).await.unwrap(),
         Written::Stored(_)
     ));
+    // A span opened by one batch, whose close in the next changes its attributes.
+    let trace = format!("{run_id}-t0");
+    let opened = with(
+        open(&trace, "late", Some("root"), "tool", 14),
+        json!({"attributes": {"tries": 1}}),
+    );
+    let closed = with(
+        close(&trace, "late", "ok", 15),
+        json!({"attributes": {"tries": 2}}),
+    );
+    for (at, event) in [(21, opened), (22, closed)] {
+        let events = [event];
+        let batch = EventBatch {
+            events: parsed(&events),
+            parsed: BatchResponse {
+                accepted: 1,
+                ..Default::default()
+            },
+            receipt: None,
+        };
+        assert!(matches!(
+            s.write_batch(run_id, batch, at).await.unwrap(),
+            Written::Stored(_)
+        ));
+    }
     let points: Vec<MetricPoint> = (0..100)
         .map(|step| MetricPoint {
             key: "reward".into(),

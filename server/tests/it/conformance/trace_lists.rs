@@ -628,6 +628,88 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
     assert_eq!((first.traces.len(), first.matched), (1, Some(2)));
 }
 
+/// A span number or boolean filter starts from the traces `span_ranges` lists
+/// (each trace's least and greatest value): it must still match what each span
+/// says now, on one span, in a run and across its project, for a bound within a
+/// trace's range that no span has, a value a later batch overwrote, and values of
+/// other types under the same name.
+async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: S) {
+    span_run(&s).await;
+    let span = |t: &str, id: &str, kind: &str, attributes: Value| {
+        with(
+            open(t, id, Some("root"), kind, 1),
+            json!({ "attributes": attributes }),
+        )
+    };
+    let events = [
+        open("t30", "root", None, "rollout", 0),
+        span("t30", "a", "model", json!({"tokens": 100})),
+        span("t30", "b", "model", json!({"tokens": 900, "cached": true})),
+        open("t31", "root", None, "rollout", 0),
+        span("t31", "a", "model", json!({"tokens": 500, "cached": false})),
+        // 50 at first, 2000 once a later batch closes the span.
+        open("t32", "root", None, "rollout", 0),
+        span("t32", "a", "model", json!({"tokens": 50})),
+        open("t33", "root", None, "rollout", 0),
+        span("t33", "a", "model", json!({"tokens": "many"})),
+        span("t33", "b", "model", json!({"tokens": 700.5})),
+        open("t34", "root", None, "rollout", 0),
+        span("t34", "a", "model", json!({"flag": 1, "cached": "true"})),
+        open("t35", "root", None, "rollout", 0),
+        span("t35", "a", "tool", json!({"tokens": 300})),
+    ];
+    write(&s, "r1", &events).await;
+    let later = with(
+        close("t32", "a", "ok", 2),
+        json!({"attributes": {"tokens": 2000}}),
+    );
+    write(&s, "r1", &[later]).await;
+    let cases: &[(&[&str], &[i64])] = &[
+        (&["span.attr.tokens > 800"], &[30, 32]),
+        (&["span.attr.tokens >= 900"], &[30, 32]),
+        (&["span.attr.tokens < 100"], &[]),
+        (&["span.attr.tokens <= 100"], &[30]),
+        (&["span.attr.tokens = 500"], &[31]),
+        (&["span.attr.tokens = 700.5"], &[33]),
+        // Within t30's range, on none of its spans.
+        (&["span.attr.tokens = 600"], &[]),
+        (&["span.attr.tokens = many"], &[33]),
+        (&["span.attr.tokens != 500"], &[30, 32, 33, 35]),
+        (&["span.attr.cached = true"], &[2, 30]),
+        (&["span.attr.cached = false"], &[31]),
+        (&["span.attr.cached != true"], &[31]),
+        (&["span.attr.flag = 1"], &[34]),
+        (&["span.attr.flag = true"], &[]),
+        (&["span.attr.nobody > 0"], &[]),
+        // Both on one span: t30's large count is on a model span, t35's on a tool.
+        (&["span.attr.tokens > 200", "span.kind = tool"], &[35]),
+        (
+            &["span.attr.tokens > 200", "span.attr.cached = true"],
+            &[30],
+        ),
+        (&["span.attr.tokens < 200", "span.attr.cached = true"], &[]),
+        (&["span.attr.tokens > 200", "attr.task = a"], &[]),
+    ];
+    let project = || TraceQuery {
+        project: Some("proj".into()),
+        ..Default::default()
+    };
+    for (filters, want) in cases {
+        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
+        let ids = matching_in(&s, project(), filters).await;
+        assert_eq!(&ids, want, "project-wide {filters:?}");
+    }
+    // A first page of one counts every match: the overwritten 50 is not among them.
+    let under = TraceQuery {
+        run_id: Some("r1".into()),
+        filters: super::filters(&["span.attr.tokens < 1000"]),
+        limit: 1,
+        ..Default::default()
+    };
+    let first = s.reads().list_traces(&under).await.expect("list");
+    assert_eq!((first.traces.len(), first.matched), (1, Some(4)));
+}
+
 async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
     attribute_run(&s).await;
     let cases: &[(&[&str], &[i64])] = &[
@@ -1102,6 +1184,7 @@ on_both!(tokio::test, |t| t.store.clone();
     attribute_filters_found_through_indexes_match_each_traces_attributes,
     span_filters_hold_on_one_span,
     span_strings_found_through_their_index_match_each_spans_attributes,
+    span_numbers_found_through_their_ranges_match_each_spans_attributes,
     a_span_opened_after_its_children_is_found_by_its_name,
     attribute_keys_give_types_counts_ranges_and_common_values,
     span_attribute_keys_come_with_types_ranges_and_values,
