@@ -119,6 +119,18 @@ test("a span attribute filter from the builder names its attribute in a box of i
   await expect(list.getByRole("listitem")).toHaveCount(2);
   expect(await names(page)).toEqual(["rollout 1", "rollout 7"]);
   await page.screenshot({ path: "test-results/span-attribute-filter.png" });
+  // A span number over a bound: the rollouts whose root span carries a reward of 0.5 up.
+  await page.getByRole("button", { name: 'Remove filter span.attr.tool.name = "web search"' }).click();
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await page.getByLabel("Filter field").selectOption("span.attr.");
+  await page.getByLabel("Span attribute name").fill("reward");
+  await page.getByLabel("Filter operator").selectOption(">=");
+  await page.getByLabel("Filter value").fill("0.5");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=span\.attr\.reward%20%3E%3D%200\.5/);
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  expect(await names(page)).toEqual(["rollout 5", "rollout 6", "rollout 7"]);
+  await expect(page.getByRole("status").filter({ hasText: "match" })).toHaveText("3 traces match");
 });
 
 // "Failed beneath" means a failed span under a root that did not fail: a trace whose
