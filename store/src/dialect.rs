@@ -298,6 +298,9 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     fn named_attributes(doc: &str) -> String;
     /// A text column compared byte by byte, as [`Dialect::push_attr_text`] compares.
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str);
+    /// Whether the JSON object in column `doc` has the member named by the value of
+    /// column `name` (null or not).
+    fn push_has_member<'a>(q: &mut Sql<'a, Self>, doc: &str, name: &str);
     /// A table of the run's traces' root attributes, `(trace, key, kind, num, text)`:
     /// kind `number`, `string` or `boolean`, with the value as a number (numbers) or
     /// text (strings and booleans); `num` is floating-point, an integer too.
@@ -661,6 +664,12 @@ impl Dialect for Sqlite {
         q.push(column);
     }
 
+    fn push_has_member<'a>(q: &mut Sql<'a, Self>, doc: &str, name: &str) {
+        q.push(format!(
+            "json_type({doc}, '$.\"' || {name} || '\"') IS NOT NULL"
+        ));
+    }
+
     fn push_each_span<'a>(
         q: &mut Sql<'a, Self>,
         outer: &str,
@@ -911,6 +920,11 @@ impl Dialect for Postgres {
 
     fn push_bytewise<'a>(q: &mut Sql<'a, Self>, column: &'static str) {
         q.push(format!("{column} COLLATE \"C\""));
+    }
+
+    fn push_has_member<'a>(q: &mut Sql<'a, Self>, doc: &str, name: &str) {
+        // `json`, not `jsonb`: a string holding \u0000 stays readable.
+        q.push(format!("({doc}::json -> ({name})::text) IS NOT NULL"));
     }
 
     fn push_each_span<'a>(

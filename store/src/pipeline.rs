@@ -37,13 +37,13 @@ pub(super) async fn execute_each<'e, DB: Dialect>(
 pub(super) struct Derived<'a> {
     texts: OnceLock<Vec<span_texts::TextRow<'a>>>,
     ranges: OnceLock<Vec<span_ranges::RangeRow<'a>>>,
-    overwritten: OnceLock<Vec<&'a str>>,
+    resets: OnceLock<Vec<span_index::ResetRow<'a>>>,
     docs: OnceLock<Vec<Doc<'a>>>,
 }
 
-/// The statements that write a plan's spans, `span_chunk` rows each, then their
-/// short string attributes (`span_texts`), their numbers' and booleans' ranges
-/// (`span_ranges`), the traces whose stored spans' rows this may have made stale,
+/// The statements that name the traces whose stored spans' rows the plan may make
+/// stale, write its spans, `span_chunk` rows each, then their short string
+/// attributes (`span_texts`), their numbers' and booleans' ranges (`span_ranges`)
 /// and their bodies' words, each found while the statement before runs.
 pub(super) fn span_statements<'a, DB: Dialect>(
     run_id: &'a str,
@@ -82,12 +82,13 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             span_ranges::upsert(&mut q, run_id, chunk);
             Ok(q)
         });
+    // Before the spans: it reads the names they had.
     let overwritten = std::iter::once(())
         .flat_map(move |()| {
             derived
-                .overwritten
-                .get_or_init(|| span_index::overwritten(&plan.spans))
-                .chunks(span_texts::CHUNK)
+                .resets
+                .get_or_init(|| span_index::resets(&plan.spans, codes))
+                .chunks(span_index::CHUNK)
         })
         .map(move |chunk| {
             let mut q = Sql::new("");
@@ -106,10 +107,10 @@ pub(super) fn span_statements<'a, DB: Dialect>(
             DB::push_docs_upsert(&mut q, run_id, project, chunk);
             Ok(q)
         });
-    spans
+    overwritten
+        .chain(spans)
         .chain(texts)
         .chain(ranges)
-        .chain(overwritten)
         .chain(words)
 }
 

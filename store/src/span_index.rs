@@ -1,16 +1,20 @@
 //! Which `span.attr.` filter of a list an index answers: a short string's
 //! equality through `span_texts`, a number's or boolean's comparison through
 //! `span_ranges`. And the traces whose rows there may be stale,
-//! `span_attribute_overwrites`: a list takes every other trace's rows as exact.
+//! `span_attribute_overwrites`: those in which a batch set a name again on a span
+//! an earlier batch stored with it. A list takes every other trace's rows as exact.
 
-use foldhash::HashSet;
 use treeline_wire::filter::TraceFilter;
 
+use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
 use super::ingest::SpanWrite;
 use super::span_ranges::RangeTest;
 use super::span_texts;
 use super::statements::push_rows;
+
+/// Rows bound in one statement: three columns each, far under SQLite's bound.
+pub(super) const CHUNK: usize = 1_000;
 
 /// A span filter an index answers.
 pub(super) enum Indexed<'a> {
@@ -54,26 +58,42 @@ impl<'a> Indexed<'a> {
     }
 }
 
-/// The traces of `spans` whose attributes a span stored by an earlier batch
-/// changes: the rows that batch made may now name a value or bound no span holds.
-/// Names stored before are not read, so a new name on such a span counts too.
-pub(super) fn overwritten(spans: &[SpanWrite]) -> Vec<&str> {
-    let changed = spans
-        .iter()
-        .filter(|w| w.stored_attrs > 0 && !w.attributes.is_empty());
-    let traces: HashSet<&str> = changed.map(|w| w.state.trace_id.as_str()).collect();
-    traces.into_iter().collect()
+/// A row for each attribute `spans` set on a span that an earlier batch stored
+/// with attributes: the trace, the span and the name's code. Written before the
+/// spans ([`insert_overwritten`]), such a row names its trace when the span
+/// already has the name, whose `span_texts` or `span_ranges` rows may then no
+/// longer hold. A name without a code is skipped: the span upsert fails on it.
+pub(super) fn resets<'a>(spans: &'a [SpanWrite], codes: &BatchCodes) -> Vec<ResetRow<'a>> {
+    let stored = spans.iter().filter(|w| w.stored_attrs > 0);
+    stored
+        .flat_map(|w| {
+            let names = w.attributes.keys().filter_map(|name| codes.code(name));
+            names.map(|code| (w.state.trace_id.as_str(), w.state.span_id.as_str(), code))
+        })
+        .collect()
 }
 
-/// Names `traces` in `span_attribute_overwrites`, keeping the ones named already.
+/// A row of [`resets`]: trace, span, code.
+pub(super) type ResetRow<'a> = (&'a str, &'a str, i64);
+
+/// Names in `span_attribute_overwrites` the traces of `rows` whose span has the
+/// row's name stored already, keeping the ones named already. Run before the
+/// spans' upsert, which merges the new values in.
 pub(super) fn insert_overwritten<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
     run_id: &'a str,
-    traces: &[&'a str],
+    rows: &[ResetRow<'a>],
 ) {
-    q.push("INSERT INTO span_attribute_overwrites (run_id, trace_id) ");
-    push_rows(q, traces.iter().copied(), |trace_id| {
-        [run_id.into(), trace_id.into()]
+    q.push(
+        "INSERT INTO span_attribute_overwrites (run_id, trace_id) \
+         SELECT DISTINCT s.run_id, s.trace_id FROM (",
+    );
+    push_rows(q, rows.iter().copied(), |(trace_id, span_id, code)| {
+        [trace_id.into(), span_id.into(), code.into()]
     });
+    q.push(") c JOIN spans s ON s.run_id = ")
+        .bind(run_id)
+        .push(" AND s.trace_id = c.column1 AND s.span_id = c.column2 WHERE ");
+    DB::push_has_member(q, "s.attributes", "c.column3");
     q.push(" ON CONFLICT (run_id, trace_id) DO NOTHING");
 }

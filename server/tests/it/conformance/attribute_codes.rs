@@ -3,7 +3,7 @@
 
 use crate::common::on_both;
 use crate::common::{close, open, run, with, write, TestStore};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::trace_lists::matching;
 
@@ -67,6 +67,46 @@ async fn span_attributes_read_back_by_name_and_each_name_is_stored_once(t: TestS
     }
 }
 
+/// A trace is named as holding an overwritten span attribute only when a later
+/// batch sets a name its span already had: a new name beside the stored ones, as
+/// an SDK's close brings, leaves the trace's rows exact. Lists hold either way.
+async fn only_a_name_set_again_marks_its_trace_overwritten(t: TestStore) {
+    let s = &t.store;
+    run(s, "r1").await;
+    let opened = |t: &str, attributes: Value| {
+        with(
+            open(t, "m", None, "model", 1),
+            json!({ "attributes": attributes }),
+        )
+    };
+    let closed = |t: &str, attributes: Value| {
+        with(close(t, "m", "ok", 2), json!({ "attributes": attributes }))
+    };
+    let first = [
+        opened("t40", json!({"model": "small", "tokens": 5})),
+        opened("t41", json!({"model": "small"})),
+        opened("t42", json!({"tokens": 5})),
+    ];
+    write(s, "r1", &first).await;
+    let later = [
+        closed("t40", json!({"reward": 1})),
+        closed("t41", json!({"model": "large"})),
+        closed("t42", json!({"tokens": 9})),
+    ];
+    write(s, "r1", &later).await;
+    let named = t
+        .count("SELECT COUNT(*) FROM span_attribute_overwrites WHERE trace_id IN ('t41', 't42')")
+        .await;
+    let all = t
+        .count("SELECT COUNT(*) FROM span_attribute_overwrites")
+        .await;
+    assert_eq!((named, all), (2, 2));
+    assert_eq!(matching(s, &["span.attr.model = small"]).await, [40]);
+    assert_eq!(matching(s, &["span.attr.tokens <= 5"]).await, [40]);
+    assert_eq!(matching(s, &["span.attr.reward > 0"]).await, [40]);
+}
+
 on_both!(tokio::test, |t| t;
     span_attributes_read_back_by_name_and_each_name_is_stored_once,
+    only_a_name_set_again_marks_its_trace_overwritten,
 );
