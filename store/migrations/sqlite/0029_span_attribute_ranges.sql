@@ -16,8 +16,8 @@ CREATE TABLE span_ranges (
 CREATE INDEX span_ranges_hi ON span_ranges (run_id, code, kind, hi, trace_id);
 CREATE INDEX span_ranges_lo ON span_ranges (run_id, code, kind, lo, trace_id);
 
--- The traces in which a later batch changed the attributes of a span stored
--- before, so that `span_texts` may list a value none of its spans holds now, and
+-- The traces in which a later batch set again a name of a span stored before, so
+-- that `span_texts` may list a value none of its spans holds now, and
 -- `span_ranges` a bound none reaches. A list tests the spans only of the traces
 -- named here; every other trace's rows are exact. Kept until the run goes: a row
 -- it vouches for may outlive its spans.
