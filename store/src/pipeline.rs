@@ -58,60 +58,54 @@ pub(super) fn span_statements<'a, DB: Dialect>(
         statements::span_upsert(&mut q, run_id, chunk, codes)?;
         Ok(q)
     });
-    let texts = std::iter::once(())
-        .flat_map(move |()| {
-            derived
-                .texts
-                .get_or_init(|| span_texts::rows(&plan.spans, codes))
-                .chunks(span_texts::CHUNK)
-        })
-        .map(move |chunk| {
-            let mut q = Sql::new("");
-            span_texts::insert(&mut q, run_id, chunk);
-            Ok(q)
-        });
-    let ranges = std::iter::once(())
-        .flat_map(move |()| {
-            derived
-                .ranges
-                .get_or_init(|| span_ranges::rows(&plan.spans, codes))
-                .chunks(span_ranges::CHUNK)
-        })
-        .map(move |chunk| {
-            let mut q = Sql::new("");
-            span_ranges::upsert(&mut q, run_id, chunk);
-            Ok(q)
-        });
+    let texts = chunked(
+        &derived.texts,
+        move || span_texts::rows(&plan.spans, codes),
+        span_texts::CHUNK,
+        move |q, chunk| span_texts::insert(q, run_id, chunk),
+    );
+    let ranges = chunked(
+        &derived.ranges,
+        move || span_ranges::rows(&plan.spans, codes),
+        span_ranges::CHUNK,
+        move |q, chunk| span_ranges::upsert(q, run_id, chunk),
+    );
     // Before the spans: it reads the names they had.
-    let overwritten = std::iter::once(())
-        .flat_map(move |()| {
-            derived
-                .resets
-                .get_or_init(|| span_index::resets(&plan.spans, codes))
-                .chunks(span_index::CHUNK)
-        })
-        .map(move |chunk| {
-            let mut q = Sql::new("");
-            span_index::insert_overwritten(&mut q, run_id, chunk);
-            Ok(q)
-        });
-    let words = std::iter::once(())
-        .flat_map(move |()| {
-            derived
-                .docs
-                .get_or_init(|| body_text::docs(&plan.spans))
-                .chunks(body_text::DOC_CHUNK)
-        })
-        .map(move |chunk| {
-            let mut q = Sql::new("");
-            DB::push_docs_upsert(&mut q, run_id, project, chunk);
-            Ok(q)
-        });
+    let overwritten = chunked(
+        &derived.resets,
+        move || span_index::resets(&plan.spans, codes),
+        span_index::CHUNK,
+        move |q, chunk| span_index::insert_overwritten(q, run_id, chunk),
+    );
+    let words = chunked(
+        &derived.docs,
+        move || body_text::docs(&plan.spans),
+        body_text::DOC_CHUNK,
+        move |q, chunk| DB::push_docs_upsert(q, run_id, project, chunk),
+    );
     overwritten
         .chain(spans)
         .chain(texts)
         .chain(ranges)
         .chain(words)
+}
+
+/// The statements that `write` rows in chunks of `chunk`: the rows are made by
+/// `make` when the first is built (while the statement before runs), and kept in
+/// `rows` for as long as the statements.
+fn chunked<'a, T: Send + Sync, DB: Dialect>(
+    rows: &'a OnceLock<Vec<T>>,
+    make: impl Fn() -> Vec<T> + Send + 'a,
+    chunk: usize,
+    write: impl Fn(&mut Sql<'a, DB>, &'a [T]) + Send + 'a,
+) -> impl Iterator<Item = StoreResult<Sql<'a, DB>>> + Send + 'a {
+    std::iter::once(())
+        .flat_map(move |()| rows.get_or_init(&make).chunks(chunk))
+        .map(move |rows| {
+            let mut q = Sql::new("");
+            write(&mut q, rows);
+            Ok(q)
+        })
 }
 
 #[cfg(test)]
