@@ -131,6 +131,7 @@ test("a span attribute filter from the builder names its attribute in a box of i
   await expect(list.getByRole("listitem")).toHaveCount(3);
   expect(await names(page)).toEqual(["rollout 5", "rollout 6", "rollout 7"]);
   await expect(page.getByRole("status").filter({ hasText: "match" })).toHaveText("3 traces match");
+  await page.screenshot({ path: "test-results/span-number-filter.png" });
 });
 
 // "Failed beneath" means a failed span under a root that did not fail: a trace whose
