@@ -48,12 +48,13 @@ impl<'a> Indexed<'a> {
         }
     }
 
-    /// Whether a trace whose rows pass holds a span that passes, unless it is
-    /// named in `span_attribute_overwrites`.
-    pub(super) fn exact(&self) -> bool {
-        match self {
-            Indexed::Texts(..) => true,
-            Indexed::Ranges(test) => test.exact(),
+    /// Pushes the condition under which a passing row `x` proves that its trace
+    /// holds a passing span, unless the trace is named in
+    /// `span_attribute_overwrites`, then ` AND `; nothing when every passing row
+    /// does.
+    pub(super) fn push_proof<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
+        if let Indexed::Ranges(test) = self {
+            test.push_proof(q);
         }
     }
 }

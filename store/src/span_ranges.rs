@@ -6,10 +6,10 @@
 //! `bench rollouts`' run of 100,000 traces). A row a trace, not a span: a trace of
 //! 25 spans with a dozen attributes has one per name, whatever its values.
 //!
-//! A number's equality only says the value is within the trace's range, so those
-//! traces' spans are still tested. Rows only widen: a value a later batch
-//! overwrote stays within them, and the trace is named in
-//! `span_attribute_overwrites` (`span_index`).
+//! A number's equality is proved by a row whose least or greatest value is the
+//! number; a trace whose range only holds it has its spans tested. Rows only
+//! widen: a value a later batch overwrote stays within them, and the trace is
+//! named in `span_attribute_overwrites` (`span_index`).
 
 use foldhash::HashMap;
 use serde_json::Value as Json;
@@ -121,10 +121,18 @@ impl<'a> RangeTest<'a> {
         })
     }
 
-    /// Whether a trace whose row passes holds a span that passes, unless a later
-    /// batch overwrote one: not so for a number's equality.
-    pub(super) fn exact(&self) -> bool {
-        !(self.kind == NUMBER && self.op == Op::Eq)
+    /// Pushes the condition under which a passing row proves that its trace holds a
+    /// passing span, unless a later batch overwrote one, then ` AND `: a bound is
+    /// proved by any passing row, a number's equality only by a row whose least or
+    /// greatest value is the number (both are values a span had).
+    pub(super) fn push_proof(&self, q: &mut Sql<'a, impl Dialect>) {
+        if self.kind == NUMBER && self.op == Op::Eq {
+            q.push("(x.lo = ")
+                .bind(self.bound)
+                .push(" OR x.hi = ")
+                .bind(self.bound)
+                .push(") AND ");
+        }
     }
 
     /// Pushes ` AND` the test, on the alias `x` of `span_ranges`. A name no span

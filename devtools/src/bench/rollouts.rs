@@ -340,6 +340,11 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
         ),
         (
+            "span.attr.response_tokens = 300, first page".to_string(),
+            filter("span.attr.response_tokens%20%3D%20300"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
             "span.attr.reward < 0 (matching nothing), first page".to_string(),
             filter("span.attr.reward%20%3C%200"),
             Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),

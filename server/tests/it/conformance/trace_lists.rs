@@ -671,8 +671,13 @@ async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: 
         (&["span.attr.tokens <= 100"], &[30]),
         (&["span.attr.tokens = 500"], &[31]),
         (&["span.attr.tokens = 700.5"], &[33]),
-        // Within t30's range, on none of its spans.
+        // t30's least and greatest, then within its range on none of its spans.
+        (&["span.attr.tokens = 100"], &[30]),
+        (&["span.attr.tokens = 900"], &[30]),
         (&["span.attr.tokens = 600"], &[]),
+        // t32's least once, overwritten since; its greatest now.
+        (&["span.attr.tokens = 50"], &[]),
+        (&["span.attr.tokens = 2000"], &[32]),
         (&["span.attr.tokens = many"], &[33]),
         (&["span.attr.tokens != 500"], &[30, 32, 33, 35]),
         (&["span.attr.cached = true"], &[2, 30]),
