@@ -13,7 +13,7 @@ use super::dialect::{Dialect, Sql};
 use super::ingest::{Activity, Plan};
 use super::rows;
 use super::rows::DbRow;
-use super::{run_deletion, statements, Expired, StoreResult};
+use super::{run_deletion, span_index, statements, Expired, StoreResult};
 
 /// Traces looked at in one step at most.
 const TRACES_PER_STEP: i64 = 500;
@@ -254,12 +254,8 @@ async fn expire_in_run<DB: Dialect>(
             // Too large for one step: its annotations and spans go a batch at a
             // time first; the trace goes as a small one once they are gone. Until
             // then its `span_ranges` rows may outreach its spans: lists test them.
-            let mut q =
-                Sql::<DB>::new("INSERT INTO span_attribute_overwrites (run_id, trace_id) VALUES (");
-            q.bind(run_id.to_string())
-                .push(", ")
-                .bind(big.trace_id.clone())
-                .push(") ON CONFLICT (run_id, trace_id) DO NOTHING");
+            let mut q = Sql::<DB>::new("");
+            span_index::name_overwritten(&mut q, run_id, &big.trace_id);
             DB::execute(&mut *tx, q).await?;
             for table in ["annotations", "spans"] {
                 let key = run_deletion::key_of(table);

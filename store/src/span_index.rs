@@ -98,3 +98,17 @@ pub(super) fn insert_overwritten<'a, DB: Dialect>(
     DB::push_has_member(q, "s.attributes", "c.column3");
     q.push(" ON CONFLICT (run_id, trace_id) DO NOTHING");
 }
+
+/// Names the trace `trace_id` in `span_attribute_overwrites` outright: for a trace
+/// whose spans go while its rows stay (retention of a big trace, a batch at a time).
+pub(super) fn name_overwritten<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    run_id: &'a str,
+    trace_id: &'a str,
+) {
+    q.push("INSERT INTO span_attribute_overwrites (run_id, trace_id) VALUES (")
+        .bind(run_id)
+        .push(", ")
+        .bind(trace_id)
+        .push(") ON CONFLICT (run_id, trace_id) DO NOTHING");
+}
