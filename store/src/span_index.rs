@@ -92,9 +92,12 @@ pub(super) fn insert_overwritten<'a, DB: Dialect>(
     push_rows(q, rows.iter().copied(), |(trace_id, span_id, code)| {
         [trace_id.into(), span_id.into(), code.into()]
     });
-    q.push(") c JOIN spans s ON s.run_id = ")
+    // CROSS JOIN: SQLite otherwise took the run's spans as the outer loop once the
+    // rows were many, and scanned them for each row (45 s for 500 rows in a run of
+    // 433,567 spans, 1.3 ms so).
+    q.push(") c CROSS JOIN spans s WHERE s.run_id = ")
         .bind(run_id)
-        .push(" AND s.trace_id = c.column1 AND s.span_id = c.column2 WHERE ");
+        .push(" AND s.trace_id = c.column1 AND s.span_id = c.column2 AND ");
     DB::push_has_member(q, "s.attributes", "c.column3");
     q.push(" ON CONFLICT (run_id, trace_id) DO NOTHING");
 }
