@@ -49,6 +49,11 @@ pub struct IngestArgs {
     /// `--spans-per-trace`, as by default; otherwise a trace's spans may go to two runs.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
     pub runs: u16,
+    /// Each span's close in a request after all the opens, bringing an attribute of
+    /// its own (a reward), as an SDK sends a span that outlives a flush: every close
+    /// then updates a stored span.
+    #[arg(long)]
+    pub late_closes: bool,
 }
 
 /// The attributes of span `i` of trace `trace`: the environment's name, then up to
@@ -89,6 +94,8 @@ fn attributes(count: u16, i: usize, trace: usize) -> Value {
 fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
     let spans = args.events / 2;
     let mut events = Vec::with_capacity(args.batch);
+    // The closes `--late-closes` sends after every open.
+    let mut late = Vec::new();
     let mut out = Vec::new();
     let base = 1_764_420_000_000_000i64;
     let mut rng = super::rng::Rng::new(7);
@@ -114,17 +121,23 @@ fn batches(args: &IngestArgs) -> Vec<Vec<u8>> {
         let open = json!({"op": "open", "trace_id": trace_id, "span_id": span_id, "parent_span_id": parent,
             "name": name, "kind": kind, "ts": ts, "step": trace % 5_000, "attributes": attributes(args.attributes, i, trace),
             "input": {"obs": [0.1, 0.2, 0.3, 0.4]}});
-        let close = json!({"op": "close", "trace_id": trace_id, "span_id": span_id, "ts": ts + 5,
+        let mut close = json!({"op": "close", "trace_id": trace_id, "span_id": span_id, "ts": ts + 5,
             "status": if i % 97 == 0 { "error" } else { "ok" }, "output": {"action": i % 2}, "token_count": 3});
         events.push(open);
-        events.push(close);
+        if args.late_closes {
+            close["attributes"] = json!({"reward": (i % 10) as f64 / 10.0});
+            late.push(close);
+        } else {
+            events.push(close);
+        }
         if events.len() >= args.batch {
             out.push(serde_json::to_vec(&json!({"events": events})).unwrap_or_default());
             events.clear();
         }
     }
-    if !events.is_empty() {
-        out.push(serde_json::to_vec(&json!({"events": events})).unwrap_or_default());
+    events.extend(late);
+    for chunk in events.chunks(args.batch.max(1)) {
+        out.push(serde_json::to_vec(&json!({ "events": chunk })).unwrap_or_default());
     }
     out
 }
@@ -225,7 +238,7 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
     latencies.sort();
     let pct = |p: f64| crate::bench::percentile(&latencies, p);
     println!(
-        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, {} run{}, batches of {}, {} trace ids); batch latency p50 {:.1} ms, p99 {:.1} ms",
+        "ingest: {} events in {:.2} s = {:.0} events/s ({} writers, {} run{}, batches of {}, {} trace ids{}); batch latency p50 {:.1} ms, p99 {:.1} ms",
         args.events,
         elapsed.as_secs_f64(),
         args.events as f64 / elapsed.as_secs_f64(),
@@ -234,6 +247,7 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
         if args.runs == 1 { "" } else { "s" },
         args.batch,
         if args.random_trace_ids { "random" } else { "rising" },
+        if args.late_closes { ", closes after the opens" } else { "" },
         pct(0.50).as_secs_f64() * 1e3,
         pct(0.99).as_secs_f64() * 1e3,
     );
@@ -242,7 +256,57 @@ pub async fn ingest(host: &dyn Host, args: IngestArgs) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use super::attributes;
+    use super::{attributes, batches, IngestArgs};
+    use clap::Parser;
+    use serde_json::Value;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: IngestArgs,
+    }
+
+    /// The ops of every request, in the order they are sent.
+    fn ops(flags: &[&str]) -> Vec<(String, bool)> {
+        let args = Cli::parse_from(
+            ["bench", "--events", "200", "--batch", "50"]
+                .iter()
+                .chain(flags),
+        )
+        .args;
+        batches(&args)
+            .iter()
+            .flat_map(|b| {
+                let body: Value = serde_json::from_slice(b).unwrap_or_default();
+                body["events"].as_array().cloned().unwrap_or_default()
+            })
+            .map(|e| {
+                (
+                    e["op"].as_str().unwrap_or("").to_string(),
+                    e.get("attributes").is_some(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn late_closes_follow_every_open_and_bring_an_attribute() {
+        let late = ops(&["--late-closes"]);
+        assert_eq!(late.len(), 200);
+        let first_close = late.iter().position(|(op, _)| op == "close");
+        assert_eq!(first_close, Some(100));
+        assert!(late[100..]
+            .iter()
+            .all(|(op, attrs)| op == "close" && *attrs));
+        // By default a span's close follows its open, with no attributes.
+        let paired = ops(&[]);
+        assert_eq!(paired.len(), 200);
+        assert_eq!(
+            (paired[0].0.as_str(), paired[1].0.as_str()),
+            ("open", "close")
+        );
+        assert!(!paired[1].1);
+    }
 
     #[test]
     fn a_span_carries_the_attributes_asked_for() {
