@@ -14,6 +14,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 
 use super::dialect::{Dialect, Sql};
 use super::reader::Reader;
+use super::rows::DbRow;
 use super::search::{distinct_traces, Term};
 use super::span_index::Indexed;
 use super::statements::TEXT_MAX_BYTES;
@@ -36,12 +37,25 @@ impl<DB: Dialect> Reader<DB> {
         query: &'q TraceQuery,
     ) -> StoreResult<Option<Vec<Term<'q>>>> {
         let mut terms = Vec::new();
+        let indexed = Indexed::find(&query.filters);
+        let code = match &indexed {
+            // A name no span carries: nothing passes a test of it.
+            Some(indexed) => match self.attribute_code(indexed.key()).await? {
+                Some(code) => Some(code),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        terms.extend(code.map(Term::SpanCode));
+        let span_attr = indexed
+            .zip(code)
+            .map(|(i, code)| span_attr_lookup(query, &i, code));
         let lookups = query
             .filters
             .iter()
             .filter_map(|filter| lookup::<DB>(query, filter).map(|q| (q, Some(filter))))
             .chain(span_lookup::<DB>(query).map(|q| (q, None)))
-            .chain(span_attr_lookup::<DB>(query).map(|q| (q, None)));
+            .chain(span_attr.map(|q| (q, None)));
         for (mut q, answered) in lookups {
             q.push(" LIMIT ")
                 .bind(i64::try_from(MAX_LISTED + 1).unwrap_or(i64::MAX));
@@ -63,6 +77,13 @@ impl<DB: Dialect> Reader<DB> {
             });
         }
         Ok(Some(terms))
+    }
+
+    /// The code of the span attribute name `key`, or `None` when no span carries it.
+    async fn attribute_code(&self, key: &str) -> StoreResult<Option<i64>> {
+        let mut q = Sql::new("SELECT code FROM attribute_names WHERE name = ");
+        q.bind(key);
+        self.row(q).await?.map(|r| r.req_int("code")).transpose()
     }
 }
 
@@ -157,16 +178,20 @@ fn span_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
 }
 
 /// The traces that hold a span once written with the value of the query's first
-/// `span.attr.` filter an index answers ([`Indexed`]); the traces whose spans
-/// pass every span filter are among these. A run's list looks them up too, though
-/// its span filters read the same rows (`trace_list::push_span_filters`): with a
-/// list to start from, one group of 8 in 100,000 traces took 0.7 ms, and 12 ms
-/// without, walking the run's traces to test each against that set.
-fn span_attr_lookup<'a, DB: Dialect>(query: &'a TraceQuery) -> Option<Sql<'a, DB>> {
-    let indexed = Indexed::find(&query.filters)?;
+/// `span.attr.` filter an index answers ([`Indexed`]), whose name has `code`; the
+/// traces whose spans pass every span filter are among these. A run's list looks
+/// them up too, though its span filters read the same rows
+/// (`trace_list::push_span_filters`): with a list to start from, one group of 8 in
+/// 100,000 traces took 0.7 ms, and 12 ms without, walking the run's traces to test
+/// each against that set.
+fn span_attr_lookup<'a, DB: Dialect>(
+    query: &'a TraceQuery,
+    indexed: &Indexed<'a>,
+    code: i64,
+) -> Sql<'a, DB> {
     let mut q = select(indexed.table(), "x", query);
-    indexed.push_test(&mut q);
-    Some(q)
+    indexed.push_test(&mut q, Some(code));
+    q
 }
 
 /// `SELECT run_id, trace_id FROM table alias WHERE` the query's run, or each run of

@@ -159,6 +159,11 @@ const SQLITE: Embedded = Embedded(&[
         "span attribute ranges",
         include_str!("../migrations/sqlite/0029_span_attribute_ranges.sql"),
     ),
+    (
+        30,
+        "span attribute presence",
+        include_str!("../migrations/sqlite/0030_span_attribute_presence.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[
@@ -311,6 +316,11 @@ const POSTGRES: Embedded = Embedded(&[
         30,
         "span attribute ranges",
         include_str!("../migrations/postgres/0030_span_attribute_ranges.sql"),
+    ),
+    (
+        31,
+        "span attribute presence",
+        include_str!("../migrations/postgres/0031_span_attribute_presence.sql"),
     ),
 ]);
 
@@ -586,6 +596,42 @@ mod tests {
                 ("t1".into(), 1, 0, 5.0, 9.5),
                 ("t1".into(), 2, 1, 0.0, 1.0),
                 ("t2".into(), 1, 0, -3.0, -3.0)
+            ]
+        );
+    }
+
+    /// A store from before migration 30 gives a row of presence to each trace and
+    /// name whose spans hold a value neither listed as a string nor ranged: so a
+    /// name's `exists` finds it. Null, numbers and short strings get none.
+    #[tokio::test]
+    async fn values_neither_listed_nor_ranged_are_marked_present() {
+        let (_dir, pool) = sqlite_at(29).await;
+        let long = "x".repeat(257);
+        sqlx::query(&format!(
+            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+             child_count, error_count, attr_count, attributes) \
+             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 4, \
+                     '{{\"1\":[1],\"2\":{{\"k\":1}},\"3\":null,\"4\":\"{long}\"}}'), \
+                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, '{{\"1\":[2],\"5\":\"short\"}}'), \
+                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{{\"6\":7}}')"
+        ))
+        .execute(&pool)
+        .await
+        .expect("an older store's spans");
+
+        upgrade(&pool).await;
+        let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+            "SELECT trace_id, code, kind FROM span_ranges WHERE kind = 2 ORDER BY trace_id, code",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("marked");
+        assert_eq!(
+            rows,
+            [
+                ("t1".into(), 1, 2),
+                ("t1".into(), 2, 2),
+                ("t1".into(), 4, 2)
             ]
         );
     }

@@ -48,6 +48,11 @@ pub(super) enum Term<'q> {
     /// A body search most traces match: tested on each trace read (a page fills
     /// within a few).
     TextCommon(BodySearch<'q>),
+    /// No condition: the code of the name that the list's indexed `span.attr.`
+    /// filter tests (`span_index::Indexed`), read before the list so that its
+    /// rows are sought by a value. PostgreSQL planned a code read within the query
+    /// as any code, and scanned both tables for a name no span carries (27 ms).
+    SpanCode(i64),
 }
 
 impl Term<'_> {
@@ -260,6 +265,9 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                 continue;
             }
         }
+        if let Term::SpanCode(_) = term {
+            continue;
+        }
         q.push(" AND (");
         match term {
             Term::Pattern(term) => {
@@ -293,6 +301,7 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                 search.push_matching_traces(q);
                 q.push(")");
             }
+            Term::SpanCode(_) => {}
             Term::TextCommon(search) => {
                 q.push("EXISTS (SELECT 1 ");
                 DB::push_trace_docs_matching(q, search, TraceKey::Of("t"));

@@ -1,10 +1,10 @@
 //! Which `span.attr.` filter of a list an index answers: a short string's
 //! equality through `span_texts`, a number's or boolean's comparison through
-//! `span_ranges`. And the traces whose rows there may be stale,
+//! `span_ranges`, a name's presence through both. And the traces whose rows there may be stale,
 //! `span_attribute_overwrites`: those in which a batch set a name again on a span
 //! an earlier batch stored with it. A list takes every other trace's rows as exact.
 
-use treeline_wire::filter::TraceFilter;
+use treeline_wire::filter::{Field, SpanField, Test, TraceFilter};
 
 use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
@@ -21,15 +21,26 @@ pub(super) enum Indexed<'a> {
     /// `span.attr.NAME` equal to (or `in`) short strings: its key and values.
     Texts(&'a str, Vec<&'a str>),
     Ranges(RangeTest<'a>),
+    /// `span.attr.NAME exists`: its key. A trace holds a span with the name
+    /// exactly when `span_texts` or `span_ranges` has a row of its code, since
+    /// between them they hold every value but null.
+    Present(&'a str),
 }
+
+/// The rows of both tables, as `run_id, trace_id, code`.
+const EITHER: &str = "(SELECT run_id, trace_id, code FROM span_ranges \
+                      UNION ALL SELECT run_id, trace_id, code FROM span_texts)";
 
 impl<'a> Indexed<'a> {
     /// The first of `filters` that `span_texts` answers, else the first that
-    /// `span_ranges` does: a string's equality is the narrower.
+    /// `span_ranges` does, else a name's presence: a string's equality is the
+    /// narrower, a presence the widest.
     pub(super) fn find(filters: &'a [TraceFilter]) -> Option<Self> {
         let texts = filters.iter().find_map(span_texts::looked_up);
         let texts = texts.map(|(key, values)| Indexed::Texts(key, values));
-        texts.or_else(|| filters.iter().find_map(RangeTest::of).map(Indexed::Ranges))
+        texts
+            .or_else(|| filters.iter().find_map(RangeTest::of).map(Indexed::Ranges))
+            .or_else(|| filters.iter().find_map(present).map(Indexed::Present))
     }
 
     /// The table of the rows, to be read as `x`.
@@ -37,14 +48,26 @@ impl<'a> Indexed<'a> {
         match self {
             Indexed::Texts(..) => "span_texts",
             Indexed::Ranges(_) => "span_ranges",
+            Indexed::Present(_) => EITHER,
         }
     }
 
-    /// Pushes ` AND` the filter's test of the rows `x`.
-    pub(super) fn push_test<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
+    /// The attribute name the filter tests.
+    pub(super) fn key(&self) -> &'a str {
         match self {
-            Indexed::Texts(key, values) => span_texts::push_test(q, key, values),
+            Indexed::Texts(key, _) | Indexed::Present(key) => key,
+            Indexed::Ranges(test) => test.key(),
+        }
+    }
+
+    /// Pushes ` AND` the filter's test of the rows `x`, given the name's `code`
+    /// when it was read before (else it is read within the query).
+    pub(super) fn push_test<DB: Dialect>(&self, q: &mut Sql<'a, DB>, code: Option<i64>) {
+        push_code(q, self.key(), code);
+        match self {
+            Indexed::Texts(_, values) => span_texts::push_test(q, values),
             Indexed::Ranges(test) => test.push(q),
+            Indexed::Present(_) => {}
         }
     }
 
@@ -56,6 +79,27 @@ impl<'a> Indexed<'a> {
         if let Indexed::Ranges(test) = self {
             test.push_proof(q);
         }
+    }
+}
+
+/// Pushes ` AND x.code =` the code of `key`, on the rows `x` of `span_ranges` or
+/// `span_texts`: `code` when it was read before, else read here (a name no span
+/// carries has no code and matches nothing).
+fn push_code<'a, DB: Dialect>(q: &mut Sql<'a, DB>, key: &'a str, code: Option<i64>) {
+    match code {
+        Some(code) => q.push(" AND x.code = ").bind(code),
+        None => q
+            .push(" AND x.code = (SELECT code FROM attribute_names WHERE name = ")
+            .bind(key)
+            .push(")"),
+    };
+}
+
+/// The key of `span.attr.NAME exists`, or `None`.
+fn present(filter: &TraceFilter) -> Option<&str> {
+    match (&filter.field, &filter.test) {
+        (Field::Span(SpanField::Attr(key)), Test::Exists) => Some(key.as_str()),
+        _ => None,
     }
 }
 

@@ -10,6 +10,10 @@
 //! number; a trace whose range only holds it has its spans tested. Rows only
 //! widen: a value a later batch overwrote stays within them, and the trace is
 //! named in `span_attribute_overwrites` (`span_index`).
+//!
+//! A third kind of row only says that a name is there, for the values that
+//! `span_texts` does not list either (long strings, arrays, objects): with both
+//! tables, `span.attr.NAME exists` lists its traces from rows too.
 
 use foldhash::HashMap;
 use serde_json::Value as Json;
@@ -18,6 +22,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
 use super::ingest::SpanWrite;
+use super::span_texts;
 use super::statements::push_rows;
 
 /// Rows bound in one upsert: six columns each, far under SQLite's bound.
@@ -27,6 +32,10 @@ pub(super) const CHUNK: usize = 1_000;
 const NUMBER: i64 = 0;
 /// The kind of a boolean's row: false is 0, true 1.
 const BOOLEAN: i64 = 1;
+/// The kind of a row that only says the name is there (its least and greatest are
+/// 0): for a value `span_texts` does not list, a long string, an array or an
+/// object. With those two tables, a name's presence (`exists`) is found from rows.
+const OTHER: i64 = 2;
 
 /// A row: the trace, the attribute's code, its kind, and the least and greatest
 /// value.
@@ -43,9 +52,11 @@ pub(super) fn rows<'a>(spans: &'a [SpanWrite], codes: &BatchCodes) -> Vec<RangeR
                 Json::Bool(b) => (BOOLEAN, f64::from(u8::from(*b))),
                 Json::Number(n) => match n.as_f64() {
                     Some(v) => (NUMBER, v),
-                    None => continue,
+                    None => (OTHER, 0.0),
                 },
-                _ => continue,
+                Json::String(text) if span_texts::is_kept(text) => continue,
+                Json::String(_) | Json::Array(_) | Json::Object(_) => (OTHER, 0.0),
+                Json::Null => continue,
             };
             let Some(code) = codes.code(name) else {
                 continue;
@@ -87,73 +98,159 @@ pub(super) fn upsert<'a, DB: Dialect>(q: &mut Sql<'a, DB>, run_id: &'a str, rows
     ));
 }
 
-/// A span filter that `span_ranges` answers: `span.attr.NAME` compared with a
-/// number (not `!=`), or equal or unequal to a boolean.
-#[derive(Clone, Copy, Debug)]
+/// A span filter that `span_ranges` answers: `span.attr.NAME` compared with
+/// numbers (`<`, `=`, `!=`, `in`, `not in`, …), or with booleans.
+#[derive(Clone, Debug)]
 pub(super) struct RangeTest<'a> {
     key: &'a str,
-    kind: i64,
-    op: Op,
-    bound: f64,
+    test: RowTest,
+}
+
+/// What a row of a passing trace says, unless a later batch overwrote a value.
+#[derive(Clone, Debug)]
+enum RowTest {
+    /// A number beyond a bound (`<`, `<=`, `>`, `>=`): exact.
+    Bound(Op, f64),
+    /// A number among these: a row whose range holds one may pass.
+    Among(Vec<f64>),
+    /// A number other than these: a row not of one listed number may pass.
+    Besides(Vec<f64>),
+    /// A boolean: whether true passes, whether false does. Exact.
+    Boolean { truth: bool, falsity: bool },
 }
 
 impl<'a> RangeTest<'a> {
-    /// The test `filter` makes of the rows, or `None`.
+    /// The test `filter` makes of the rows, or `None`: for strings, for lists that
+    /// mix kinds, and for `exists`.
     pub(super) fn of(filter: &'a TraceFilter) -> Option<Self> {
         let Field::Span(SpanField::Attr(key)) = &filter.field else {
             return None;
         };
-        let Test::Compare(op, value) = &filter.test else {
-            return None;
-        };
-        let (kind, op, bound) = match value {
-            Value::Number(_) if *op == Op::Ne => return None,
-            Value::Number(n) => (NUMBER, *op, *n),
-            // `!= true` is `= false`: the grammar compares booleans with = and != only.
-            Value::Bool(b) => (BOOLEAN, Op::Eq, f64::from(u8::from(*b != (*op == Op::Ne)))),
-            Value::Text(_) => return None,
+        let test = match &filter.test {
+            Test::Compare(op, Value::Number(n)) => match op {
+                Op::Eq => RowTest::Among(vec![*n]),
+                Op::Ne => RowTest::Besides(vec![*n]),
+                _ => RowTest::Bound(*op, *n),
+            },
+            Test::Compare(op, Value::Bool(b)) => RowTest::boolean(&[*b], *op == Op::Ne),
+            Test::In { negated, values } => {
+                if let Some(numbers) = all(values, |v| match v {
+                    Value::Number(n) => Some(*n),
+                    _ => None,
+                }) {
+                    if *negated {
+                        RowTest::Besides(numbers)
+                    } else {
+                        RowTest::Among(numbers)
+                    }
+                } else {
+                    let booleans = all(values, |v| match v {
+                        Value::Bool(b) => Some(*b),
+                        _ => None,
+                    })?;
+                    RowTest::boolean(&booleans, *negated)
+                }
+            }
+            Test::Compare(_, Value::Text(_)) | Test::Exists => return None,
         };
         Some(RangeTest {
             key: key.as_str(),
-            kind,
-            op,
-            bound,
+            test,
         })
     }
 
     /// Pushes the condition under which a passing row proves that its trace holds a
-    /// passing span, unless a later batch overwrote one, then ` AND `: a bound is
-    /// proved by any passing row, a number's equality only by a row whose least or
-    /// greatest value is the number (both are values a span had).
+    /// passing span, unless a later batch overwrote one, then ` AND `. A row's least
+    /// and greatest are values a span had, so a number's equality is proved by a row
+    /// whose least or greatest is listed, and its inequality by one whose least or
+    /// greatest is not. A bound and a boolean are proved by any passing row.
     pub(super) fn push_proof(&self, q: &mut Sql<'a, impl Dialect>) {
-        if self.kind == NUMBER && self.op == Op::Eq {
-            q.push("(x.lo = ")
-                .bind(self.bound)
-                .push(" OR x.hi = ")
-                .bind(self.bound)
-                .push(") AND ");
+        let (numbers, join, negate) = match &self.test {
+            RowTest::Among(numbers) => (numbers, " OR ", ""),
+            RowTest::Besides(numbers) => (numbers, " OR ", "NOT "),
+            RowTest::Bound(..) | RowTest::Boolean { .. } => return,
+        };
+        q.push("(");
+        for (i, column) in ["x.lo", "x.hi"].into_iter().enumerate() {
+            q.push(format!(
+                "{}{column} {negate}IN (",
+                if i == 0 { "" } else { join }
+            ));
+            push_numbers(q, numbers);
+            q.push(")");
         }
+        q.push(") AND ");
     }
 
-    /// Pushes ` AND` the test, on the alias `x` of `span_ranges`. A name no span
-    /// carries has no code and matches nothing.
+    /// The attribute name tested.
+    pub(super) fn key(&self) -> &'a str {
+        self.key
+    }
+
+    /// Pushes ` AND` the test but for the name's code, on the alias `x` of
+    /// `span_ranges`.
     pub(super) fn push(&self, q: &mut Sql<'a, impl Dialect>) {
-        q.push(" AND x.code = (SELECT code FROM attribute_names WHERE name = ")
-            .bind(self.key)
-            .push(format!(") AND x.kind = {} AND ", self.kind));
-        let bound = self.bound;
-        match (self.kind, self.op) {
-            (BOOLEAN, _) if bound > 0.0 => q.push("x.hi = 1"),
-            (BOOLEAN, _) => q.push("x.lo = 0"),
-            (_, Op::Gt) => q.push("x.hi > ").bind(bound),
-            (_, Op::Ge) => q.push("x.hi >= ").bind(bound),
-            (_, Op::Lt) => q.push("x.lo < ").bind(bound),
-            (_, Op::Le) => q.push("x.lo <= ").bind(bound),
-            (_, Op::Eq | Op::Ne) => q
-                .push("x.hi >= ")
-                .bind(bound)
-                .push(" AND x.lo <= ")
-                .bind(bound),
+        let kind = match self.test {
+            RowTest::Boolean { .. } => BOOLEAN,
+            _ => NUMBER,
         };
+        q.push(format!(" AND x.kind = {kind} AND "));
+        match &self.test {
+            RowTest::Boolean {
+                truth: true,
+                falsity: true,
+            } => q.push("1 = 1"),
+            RowTest::Boolean { truth: true, .. } => q.push("x.hi = 1"),
+            RowTest::Boolean { falsity: true, .. } => q.push("x.lo = 0"),
+            RowTest::Boolean { .. } => q.push("1 = 0"),
+            RowTest::Bound(op, bound) => {
+                let column = if matches!(op, Op::Gt | Op::Ge) {
+                    "x.hi"
+                } else {
+                    "x.lo"
+                };
+                q.push(format!("{column} {} ", op.symbol())).bind(*bound)
+            }
+            RowTest::Among(numbers) => {
+                q.push("(");
+                for (i, n) in numbers.iter().enumerate() {
+                    q.push(if i == 0 { "x.lo <= " } else { " OR x.lo <= " })
+                        .bind(*n)
+                        .push(" AND x.hi >= ")
+                        .bind(*n);
+                }
+                q.push(")")
+            }
+            // Only a row of one number, listed, holds no other.
+            RowTest::Besides(numbers) => {
+                q.push("NOT (x.lo = x.hi AND x.lo IN (");
+                push_numbers(q, numbers);
+                q.push("))")
+            }
+        };
+    }
+}
+
+impl RowTest {
+    /// A boolean's test: equal to one of `values`, or with `negated`, to none.
+    fn boolean(values: &[bool], negated: bool) -> Self {
+        let holds = |b: bool| values.contains(&b) != negated;
+        RowTest::Boolean {
+            truth: holds(true),
+            falsity: holds(false),
+        }
+    }
+}
+
+/// Each of `values` as `pick` reads it, or `None` if one is not of its kind (or
+/// there are none).
+fn all<T>(values: &[Value], pick: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
+    let picked = values.iter().map(pick).collect::<Option<Vec<T>>>()?;
+    (!picked.is_empty()).then_some(picked)
+}
+
+fn push_numbers<'a>(q: &mut Sql<'a, impl Dialect>, numbers: &[f64]) {
+    for (i, n) in numbers.iter().enumerate() {
+        q.push(if i == 0 { "" } else { ", " }).bind(*n);
     }
 }

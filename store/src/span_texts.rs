@@ -80,13 +80,10 @@ pub(super) fn looked_up(filter: &TraceFilter) -> Option<(&str, Vec<&str>)> {
     Some((key.as_str(), values))
 }
 
-/// Pushes ` AND x.code = … AND x.value IN (…)` for a filter [`looked_up`] answers,
-/// on the alias `x` of `span_texts`. A name no span carries has no code and
-/// matches nothing.
-pub(super) fn push_test<'a, DB: Dialect>(q: &mut Sql<'a, DB>, key: &'a str, values: &[&'a str]) {
-    q.push(" AND x.code = (SELECT code FROM attribute_names WHERE name = ")
-        .bind(key)
-        .push(") AND x.value IN (");
+/// Pushes ` AND x.value IN (…)` for a filter [`looked_up`] answers, on the alias
+/// `x` of `span_texts` (its code is tested by the caller).
+pub(super) fn push_test<'a, DB: Dialect>(q: &mut Sql<'a, DB>, values: &[&'a str]) {
+    q.push(" AND x.value IN (");
     for (i, value) in values.iter().enumerate() {
         q.push(if i == 0 { "" } else { ", " }).bind(*value);
     }

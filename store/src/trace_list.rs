@@ -391,11 +391,15 @@ pub(super) fn push_conditions<'a, DB: Dialect>(
             push_filter(q, filter, query.run_id.is_none());
         }
     }
-    push_span_conditions(q, query);
+    push_span_conditions(q, query, terms);
 }
 
 /// ` AND` the list's `span.` filters.
-fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQuery) {
+fn push_span_conditions<'a, DB: Dialect>(
+    q: &mut Sql<'a, DB>,
+    query: &'a TraceQuery,
+    terms: &[Term<'_>],
+) {
     // A trace's `error_count` counts its spans as they fail (never back), so
     // it is above 0 exactly when a span of the trace failed. Said here, a list
     // walks only the failed traces (`traces_run_failed`, and `traces_project_failed`
@@ -421,8 +425,24 @@ fn push_span_conditions<'a, DB: Dialect>(q: &mut Sql<'a, DB>, query: &'a TraceQu
         let per_row = query.run_id.is_none()
             && looked_up_span_filters(query).len() == span_filters.clone().count();
         q.push(" AND ");
-        push_span_filters(q, query.run_id.as_deref(), &query.filters, per_row);
+        let code = terms.iter().find_map(|term| match term {
+            Term::SpanCode(code) => Some(*code),
+            _ => None,
+        });
+        let scope = SpanScope {
+            run_id: query.run_id.as_deref(),
+            code,
+        };
+        push_span_filters(q, scope, &query.filters, per_row);
     }
+}
+
+/// Where a list's span filters look: its run, if it has one, and the code of the
+/// name its indexed `span.attr.` filter tests, when read before the list.
+#[derive(Clone, Copy, Default)]
+struct SpanScope<'a> {
+    run_id: Option<&'a str>,
+    code: Option<i64>,
 }
 
 /// `span.status = error`.
@@ -441,14 +461,14 @@ pub(super) fn is_failed_span(field: &SpanField, test: &Test) -> bool {
 /// empty page). Across runs, a probe of each trace.
 fn push_span_filters<'a, DB: Dialect>(
     q: &mut Sql<'a, DB>,
-    run_id: Option<&'a str>,
+    scope: SpanScope<'a>,
     filters: &'a [TraceFilter],
     per_row: bool,
 ) {
     let indexed = Indexed::find(filters);
     let mut per_row = per_row;
     let mut close = ")";
-    match (run_id, indexed) {
+    match (scope.run_id, indexed) {
         // The traces `span_texts` or `span_ranges` lists, their spans tested:
         // reading every span of the run took 300–400 ms for a value 8 traces of
         // 100,000 had. PostgreSQL, given a join, read every span for a common
@@ -459,7 +479,7 @@ fn push_span_filters<'a, DB: Dialect>(
                 indexed.table()
             ))
             .bind(run_id);
-            indexed.push_test(q);
+            indexed.push_test(q, scope.code);
             // Alone, the filter is what the rows say, except in a trace whose rows
             // a later batch may have made stale: testing every listed trace's
             // spans took 47–62 ms for a value 12,800 traces of 100,000 had.
@@ -707,7 +727,9 @@ fn push_filter<'a, DB: Dialect>(q: &mut Sql<'a, DB>, filter: &'a TraceFilter, ac
         (Field::Attr(key), test) => push_member(q, JsonDoc::RootAttributes, key, test),
         (Field::Note(name), test) => push_note(q, name, test, across_runs),
         // `push_conditions` puts a list's span filters in one condition.
-        (Field::Span(_), _) => push_span_filters(q, None, std::slice::from_ref(filter), false),
+        (Field::Span(_), _) => {
+            push_span_filters(q, SpanScope::default(), std::slice::from_ref(filter), false)
+        }
     }
 }
 

@@ -349,6 +349,28 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             filter("span.attr.reward%20%3C%200"),
             Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
         ),
+        // Unequal to it, among a list, and a name's presence: every trace has a
+        // reward, none a `judge_notes`.
+        (
+            "span.attr.response_tokens != 300, first page".to_string(),
+            filter("span.attr.response_tokens%20!%3D%20300"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.response_tokens in (300, 301), first page".to_string(),
+            filter("span.attr.response_tokens%20in%20(300%2C%20301)"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.reward exists, first page".to_string(),
+            filter("span.attr.reward%20exists"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.judge_notes exists (no trace), first page".to_string(),
+            filter("span.attr.judge_notes%20exists"),
+            Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
+        ),
         (
             "span.attr.response_tokens > 600, project-wide first page".to_string(),
             across("span.attr.response_tokens%20%3E%20600"),
@@ -358,6 +380,11 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             "span.attr.reward < 0 (matching nothing), project-wide".to_string(),
             across("span.attr.reward%20%3C%200"),
             Box::new(|v| v["traces"].as_array().is_some_and(Vec::is_empty)),
+        ),
+        (
+            "span.attr.reward exists, project-wide first page".to_string(),
+            across("span.attr.reward%20exists"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
         ),
     ];
     // A sort's first page: 50 traces, in the order asked.

@@ -632,7 +632,8 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
 /// (each trace's least and greatest value): it must still match what each span
 /// says now, on one span, in a run and across its project, for a bound within a
 /// trace's range that no span has, a value a later batch overwrote, and values of
-/// other types under the same name.
+/// other types under the same name; and for a name's presence (`exists`), also
+/// through `span_texts`, for values of every type.
 async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: S) {
     span_run(&s).await;
     let span = |t: &str, id: &str, kind: &str, attributes: Value| {
@@ -657,13 +658,29 @@ async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: 
         span("t34", "a", "model", json!({"flag": 1, "cached": "true"})),
         open("t35", "root", None, "rollout", 0),
         span("t35", "a", "tool", json!({"tokens": 300})),
+        // Values neither listed as strings nor ranged: found by `exists` all the same.
+        open("t36", "root", None, "rollout", 0),
+        span(
+            "t36",
+            "a",
+            "model",
+            json!({"note": "x".repeat(300), "tags": ["a"]}),
+        ),
+        // A short note at first, a list once a later batch closes the span.
+        open("t37", "root", None, "rollout", 0),
+        span("t37", "a", "model", json!({"note": "short"})),
+        open("t38", "root", None, "rollout", 0),
+        span("t38", "a", "model", json!({"note": "kept"})),
     ];
     write(&s, "r1", &events).await;
-    let later = with(
-        close("t32", "a", "ok", 2),
-        json!({"attributes": {"tokens": 2000}}),
-    );
-    write(&s, "r1", &[later]).await;
+    let later = |t: &str, attributes: Value| {
+        with(close(t, "a", "ok", 2), json!({ "attributes": attributes }))
+    };
+    let later = [
+        later("t32", json!({"tokens": 2000})),
+        later("t37", json!({"note": ["b"]})),
+    ];
+    write(&s, "r1", &later).await;
     let cases: &[(&[&str], &[i64])] = &[
         (&["span.attr.tokens > 800"], &[30, 32]),
         (&["span.attr.tokens >= 900"], &[30, 32]),
@@ -680,6 +697,28 @@ async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: 
         (&["span.attr.tokens = 2000"], &[32]),
         (&["span.attr.tokens = many"], &[33]),
         (&["span.attr.tokens != 500"], &[30, 32, 33, 35]),
+        // t32's least is 50 no longer.
+        (&["span.attr.tokens != 2000"], &[30, 31, 33, 35]),
+        (&["span.attr.tokens in (100, 600)"], &[30]),
+        (&["span.attr.tokens in (600, 50)"], &[]),
+        (&["span.attr.tokens in (500, 2000)"], &[31, 32]),
+        (&["span.attr.tokens in (700.5, many)"], &[33]),
+        // t30's least and greatest both listed: its spans hold no other number.
+        (&["span.attr.tokens not in (100, 900)"], &[31, 32, 33, 35]),
+        (&["span.attr.tokens not in (500, 300, 2000)"], &[30, 33]),
+        (&["span.attr.cached in (true, false)"], &[2, 30, 31]),
+        (&["span.attr.cached in (true)"], &[2, 30]),
+        (&["span.attr.cached not in (true)"], &[31]),
+        (&["span.attr.cached not in (true, false)"], &[]),
+        (&["span.attr.tokens exists"], &[30, 31, 32, 33, 35]),
+        (&["span.attr.cached exists"], &[2, 30, 31, 34]),
+        (&["span.attr.dt exists"], &[0, 1]),
+        (&["span.attr.note exists"], &[36, 37, 38]),
+        (&["span.attr.note = short"], &[]),
+        (&["span.attr.tags exists"], &[36]),
+        (&["span.attr.nobody exists"], &[]),
+        (&["span.attr.tokens exists", "span.kind = tool"], &[35]),
+        (&["span.attr.note exists", "span.attr.tags exists"], &[36]),
         (&["span.attr.cached = true"], &[2, 30]),
         (&["span.attr.cached = false"], &[31]),
         (&["span.attr.cached != true"], &[31]),
@@ -713,6 +752,13 @@ async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: 
     };
     let first = s.reads().list_traces(&under).await.expect("list");
     assert_eq!((first.traces.len(), first.matched), (1, Some(4)));
+    // The same for a name's presence, whatever the values' types.
+    let noted = TraceQuery {
+        filters: super::filters(&["span.attr.note exists"]),
+        ..under
+    };
+    let first = s.reads().list_traces(&noted).await.expect("list");
+    assert_eq!((first.traces.len(), first.matched), (1, Some(3)));
 }
 
 async fn filters_compare_totals_and_root_attributes_by_type(s: S) {
