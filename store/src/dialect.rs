@@ -225,6 +225,11 @@ pub trait Dialect: sqlx::Database<Row: DbRow> {
     /// counting the matches of a word most traces hold (`Reader::mostly_matching`):
     /// SQLite counts them from the index alone, quickly.
     const PROBE_COMMON_TEXT: bool;
+    /// Whether a span number's equality reads `span_ranges` in two parts (by
+    /// greatest value, then the rows whose values differ, by least: SQLite's
+    /// `span_ranges_spread`). PostgreSQL reads both indexes of one table at once;
+    /// given the parts' union, it scanned the whole of it for each trace of a page.
+    const SPLIT_EQUALITY: bool;
     /// How far a read replica's replay is behind its primary, in milliseconds
     /// (`lag_ms`): 0 when it has replayed all it received.
     const REPLICA_LAG_MS: &'static str;
@@ -502,6 +507,7 @@ impl Dialect for Sqlite {
     const PER_ROW: &'static str = "";
     const BYTE_ORDER: &'static str = "";
     const PROBE_COMMON_TEXT: bool = false;
+    const SPLIT_EQUALITY: bool = true;
     // SQLite has no replicas; a SQLite reader is never made one.
     const REPLICA_LAG_MS: &'static str = "SELECT CAST(0 AS BIGINT) AS lag_ms";
     const USED_BYTES: &'static str =
@@ -749,6 +755,7 @@ impl Dialect for Postgres {
     const PER_ROW: &'static str = " OFFSET 0";
     const BYTE_ORDER: &'static str = " COLLATE \"C\"";
     const PROBE_COMMON_TEXT: bool = true;
+    const SPLIT_EQUALITY: bool = false;
     // A standby that has replayed every record it received is current; otherwise it
     // is as far behind as its last replayed commit. On a server not in recovery
     // both functions are NULL, which reads as 0.

@@ -189,7 +189,10 @@ fn span_attr_lookup<'a, DB: Dialect>(
     indexed: &Indexed<'a>,
     code: i64,
 ) -> Sql<'a, DB> {
-    let mut q = select(indexed.table(), "x", query);
+    let mut q = Sql::new("SELECT x.run_id AS run_id, x.trace_id AS trace_id FROM ");
+    indexed.push_table(&mut q);
+    q.push(" x WHERE ");
+    push_scope(&mut q, "x", query);
     indexed.push_test(&mut q, Some(code));
     q
 }
@@ -200,6 +203,13 @@ fn select<'a, DB: Dialect>(table: &str, alias: &str, query: &'a TraceQuery) -> S
     let mut q = Sql::new(format!(
         "SELECT {alias}.run_id AS run_id, {alias}.trace_id AS trace_id FROM {table} {alias} WHERE "
     ));
+    push_scope(&mut q, alias, query);
+    q
+}
+
+/// Pushes the condition that the rows `alias` are of the query's run, or of a run
+/// of its project (or of any project).
+fn push_scope<'a, DB: Dialect>(q: &mut Sql<'a, DB>, alias: &str, query: &'a TraceQuery) {
     match (&query.run_id, &query.project) {
         (Some(run_id), _) => {
             q.push(format!("{alias}.run_id = ")).bind(run_id);
@@ -215,5 +225,4 @@ fn select<'a, DB: Dialect>(table: &str, alias: &str, query: &'a TraceQuery) -> S
             q.push(format!("{alias}.run_id IN (SELECT run_id FROM runs)"));
         }
     }
-    q
 }

@@ -164,6 +164,11 @@ const SQLITE: Embedded = Embedded(&[
         "span attribute presence",
         include_str!("../migrations/sqlite/0030_span_attribute_presence.sql"),
     ),
+    (
+        31,
+        "span ranges spread",
+        include_str!("../migrations/sqlite/0031_span_ranges_spread.sql"),
+    ),
 ]);
 
 const POSTGRES: Embedded = Embedded(&[

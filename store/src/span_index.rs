@@ -43,12 +43,16 @@ impl<'a> Indexed<'a> {
             .or_else(|| filters.iter().find_map(present).map(Indexed::Present))
     }
 
-    /// The table of the rows, to be read as `x`.
-    pub(super) fn table(&self) -> &'static str {
+    /// Pushes the table of the rows, to be read as `x`.
+    pub(super) fn push_table<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
         match self {
-            Indexed::Texts(..) => "span_texts",
-            Indexed::Ranges(_) => "span_ranges",
-            Indexed::Present(_) => EITHER,
+            Indexed::Texts(..) => {
+                q.push("span_texts");
+            }
+            Indexed::Ranges(test) => test.push_table(q),
+            Indexed::Present(_) => {
+                q.push(EITHER);
+            }
         }
     }
 

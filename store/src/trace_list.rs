@@ -474,11 +474,9 @@ fn push_span_filters<'a, DB: Dialect>(
         // 100,000 had. PostgreSQL, given a join, read every span for a common
         // value too.
         (Some(run_id), Some(indexed)) => {
-            q.push(format!(
-                "t.trace_id IN (SELECT x.trace_id FROM {} x WHERE x.run_id = ",
-                indexed.table()
-            ))
-            .bind(run_id);
+            q.push("t.trace_id IN (SELECT x.trace_id FROM ");
+            indexed.push_table(q);
+            q.push(" x WHERE x.run_id = ").bind(run_id);
             indexed.push_test(q, scope.code);
             // Alone, the filter is what the rows say, except in a trace whose rows
             // a later batch may have made stale: testing every listed trace's
