@@ -132,6 +132,18 @@ test("a span attribute filter from the builder names its attribute in a box of i
   expect(await names(page)).toEqual(["rollout 5", "rollout 6", "rollout 7"]);
   await expect(page.getByRole("status").filter({ hasText: "match" })).toHaveText("3 traces match");
   await page.screenshot({ path: "test-results/span-number-filter.png" });
+  // A name's presence, whatever its values: the rollouts with a tool call carry tool.name.
+  await page.getByRole("button", { name: "Remove filter span.attr.reward >= 0.5" }).click();
+  await expect(list.getByRole("listitem")).toHaveCount(8);
+  await page.getByLabel("Filter field").selectOption("span.attr.");
+  await page.getByLabel("Span attribute name").fill("tool.name");
+  await page.getByLabel("Filter operator").selectOption("exists");
+  await page.getByRole("button", { name: "Add filter" }).click();
+  await expect(page).toHaveURL(/filter=span\.attr\.tool\.name%20exists/);
+  await expect(list.getByRole("listitem")).toHaveCount(3);
+  expect(await names(page)).toEqual(["rollout 1", "rollout 4", "rollout 7"]);
+  await expect(page.getByRole("status").filter({ hasText: "match" })).toHaveText("3 traces match");
+  await page.screenshot({ path: "test-results/span-exists-filter.png" });
 });
 
 // "Failed beneath" means a failed span under a root that did not fail: a trace whose

@@ -228,14 +228,9 @@ impl<'a> RangeTest<'a> {
             .bind(least)
             .push(" AND hi NOT IN (");
         push_numbers(q, numbers);
-        q.push(") AND (");
-        for (i, n) in numbers.iter().enumerate() {
-            q.push(if i == 0 { "lo <= " } else { " OR lo <= " })
-                .bind(*n)
-                .push(" AND hi > ")
-                .bind(*n);
-        }
-        q.push("))");
+        q.push(") AND ");
+        push_any_within(q, numbers, ("lo", "hi > "));
+        q.push(")");
     }
 
     /// Pushes ` AND` the test but for the name's code, on the alias `x` of
@@ -264,16 +259,7 @@ impl<'a> RangeTest<'a> {
             }
             // Said by each part of the rows (`push_table`).
             RowTest::Among(_) if DB::SPLIT_EQUALITY => q.push("1 = 1"),
-            RowTest::Among(numbers) => {
-                q.push("(");
-                for (i, n) in numbers.iter().enumerate() {
-                    q.push(if i == 0 { "x.lo <= " } else { " OR x.lo <= " })
-                        .bind(*n)
-                        .push(" AND x.hi >= ")
-                        .bind(*n);
-                }
-                q.push(")")
-            }
+            RowTest::Among(numbers) => push_any_within(q, numbers, ("x.lo", "x.hi >= ")),
             // Only a row of one number, listed, holds no other.
             RowTest::Besides(numbers) => {
                 q.push("NOT (x.lo = x.hi AND x.lo IN (");
@@ -300,6 +286,23 @@ impl RowTest {
 fn all<T>(values: &[Value], pick: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
     let picked = values.iter().map(pick).collect::<Option<Vec<T>>>()?;
     (!picked.is_empty()).then_some(picked)
+}
+
+/// Pushes `(lo <= n AND hi > n OR …)` for each of `numbers`, given the least's
+/// column and the greatest's with its comparison (`hi > `, `x.hi >= `).
+fn push_any_within<'a, 'q, DB: Dialect>(
+    q: &'q mut Sql<'a, DB>,
+    numbers: &[f64],
+    (lo, hi_over): (&str, &str),
+) -> &'q mut Sql<'a, DB> {
+    q.push("(");
+    for (i, n) in numbers.iter().enumerate() {
+        q.push(format!("{}{lo} <= ", if i == 0 { "" } else { " OR " }))
+            .bind(*n)
+            .push(format!(" AND {hi_over}"))
+            .bind(*n);
+    }
+    q.push(")")
 }
 
 fn push_numbers<'a>(q: &mut Sql<'a, impl Dialect>, numbers: &[f64]) {
