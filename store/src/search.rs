@@ -301,6 +301,7 @@ pub(super) fn push_terms<'a, DB: Dialect>(q: &mut Sql<'a, DB>, terms: &'a [Term<
                 search.push_matching_traces(q);
                 q.push(")");
             }
+            // No condition: skipped above.
             Term::SpanCode(_) => {}
             Term::TextCommon(search) => {
                 q.push("EXISTS (SELECT 1 ");

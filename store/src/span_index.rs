@@ -1,8 +1,9 @@
 //! Which `span.attr.` filter of a list an index answers: a short string's
 //! equality through `span_texts`, a number's or boolean's comparison through
-//! `span_ranges`, a name's presence through both. And the traces whose rows there may be stale,
-//! `span_attribute_overwrites`: those in which a batch set a name again on a span
-//! an earlier batch stored with it. A list takes every other trace's rows as exact.
+//! `span_ranges`, a name's presence through both. And the traces whose rows
+//! there may be stale, `span_attribute_overwrites`: those in which a batch set a
+//! name again on a span an earlier batch stored with it. A list takes every
+//! other trace's rows as exact.
 
 use treeline_wire::filter::{Field, SpanField, Test, TraceFilter};
 
