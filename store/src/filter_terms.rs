@@ -37,7 +37,7 @@ impl<DB: Dialect> Reader<DB> {
         query: &'q TraceQuery,
     ) -> StoreResult<Option<Vec<Term<'q>>>> {
         let mut terms = Vec::new();
-        let indexed = Indexed::find(&query.filters);
+        let indexed = Indexed::find::<DB>(&query.filters);
         let code = match &indexed {
             // A name no span carries: nothing passes a test of it.
             Some(indexed) => match self.attribute_code(indexed.key()).await? {

@@ -1,6 +1,7 @@
 //! Which `span.attr.` filter of a list an index answers: a short string's
 //! equality through `span_texts`, a number's or boolean's comparison through
-//! `span_ranges`, a name's presence through both. And the traces whose rows
+//! `span_ranges`, a name's presence and (on SQLite) a string's inequality or
+//! order through both. And the traces whose rows
 //! there may be stale, `span_attribute_overwrites`: those in which a batch set a
 //! name again on a span an earlier batch stored with it. A list takes every
 //! other trace's rows as exact.
@@ -11,7 +12,7 @@ use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
 use super::ingest::SpanWrite;
 use super::span_ranges::RangeTest;
-use super::span_texts;
+use super::span_texts::{self, Unlisted};
 use super::statements::push_rows;
 
 /// Rows bound in one statement: three columns each, far under SQLite's bound.
@@ -22,6 +23,8 @@ pub(super) enum Indexed<'a> {
     /// `span.attr.NAME` equal to (or `in`) short strings: its key and values.
     Texts(&'a str, Vec<&'a str>),
     Ranges(RangeTest<'a>),
+    /// `span.attr.NAME` other than, or ordered against, strings: its key and test.
+    Unlisted(&'a str, Unlisted<'a>),
     /// `span.attr.NAME exists`: its key. A trace holds a span with the name
     /// exactly when `span_texts` or `span_ranges` has a row of its code, since
     /// between them they hold every value but null.
@@ -36,11 +39,16 @@ impl<'a> Indexed<'a> {
     /// The first of `filters` that `span_texts` answers, else the first that
     /// `span_ranges` does, else a name's presence: a string's equality is the
     /// narrower, a presence the widest.
-    pub(super) fn find(filters: &'a [TraceFilter]) -> Option<Self> {
+    pub(super) fn find<DB: Dialect>(filters: &'a [TraceFilter]) -> Option<Self> {
         let texts = filters.iter().find_map(span_texts::looked_up);
         let texts = texts.map(|(key, values)| Indexed::Texts(key, values));
         texts
             .or_else(|| filters.iter().find_map(RangeTest::of).map(Indexed::Ranges))
+            .or_else(|| {
+                let unlisted = filters.iter().find_map(Unlisted::of);
+                let unlisted = unlisted.filter(|_| DB::SEEK_UNLISTED_STRINGS);
+                unlisted.map(|(key, test)| Indexed::Unlisted(key, test))
+            })
             .or_else(|| filters.iter().find_map(present).map(Indexed::Present))
     }
 
@@ -51,6 +59,9 @@ impl<'a> Indexed<'a> {
                 q.push("span_texts");
             }
             Indexed::Ranges(test) => test.push_table(q),
+            Indexed::Unlisted(..) => {
+                q.push(span_texts::UNLISTED_ROWS);
+            }
             Indexed::Present(_) => {
                 q.push(EITHER);
             }
@@ -60,7 +71,7 @@ impl<'a> Indexed<'a> {
     /// The attribute name the filter tests.
     pub(super) fn key(&self) -> &'a str {
         match self {
-            Indexed::Texts(key, _) | Indexed::Present(key) => key,
+            Indexed::Texts(key, _) | Indexed::Unlisted(key, _) | Indexed::Present(key) => key,
             Indexed::Ranges(test) => test.key(),
         }
     }
@@ -72,6 +83,7 @@ impl<'a> Indexed<'a> {
         match self {
             Indexed::Texts(_, values) => span_texts::push_test(q, values),
             Indexed::Ranges(test) => test.push(q),
+            Indexed::Unlisted(_, test) => test.push(q),
             Indexed::Present(_) => {}
         }
     }
@@ -81,8 +93,13 @@ impl<'a> Indexed<'a> {
     /// `span_attribute_overwrites`, then ` AND `; nothing when every passing row
     /// does.
     pub(super) fn push_proof<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
-        if let Indexed::Ranges(test) = self {
-            test.push_proof(q);
+        match self {
+            Indexed::Ranges(test) => test.push_proof(q),
+            // A long string's row says only that it is there.
+            Indexed::Unlisted(..) => {
+                q.push("x.kind = -1 AND ");
+            }
+            Indexed::Texts(..) | Indexed::Present(_) => {}
         }
     }
 }

@@ -465,7 +465,7 @@ fn push_span_filters<'a, DB: Dialect>(
     filters: &'a [TraceFilter],
     per_row: bool,
 ) {
-    let indexed = Indexed::find(filters);
+    let indexed = Indexed::find::<DB>(filters);
     let mut per_row = per_row;
     let mut close = ")";
     match (scope.run_id, indexed) {

@@ -361,6 +361,18 @@ pub async fn rollouts(host: &dyn Host, args: RolloutsArgs) -> Outcome {
             filter("span.attr.response_tokens%20in%20(300%2C%20301)"),
             Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
         ),
+        // A string other than the common one, and one ordered before the second
+        // step's groups (the first step's 63 groups of 8).
+        (
+            format!("span.attr.task_family != {}, first page", FAMILIES[0]),
+            filter(&format!("span.attr.task_family%20!%3D%20{}", FAMILIES[0])),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
+        (
+            "span.attr.group_id < s001, first page".to_string(),
+            filter("span.attr.group_id%20%3C%20s001"),
+            Box::new(|v| v["traces"].as_array().is_some_and(|t| t.len() == 50)),
+        ),
         (
             "span.attr.reward exists, first page".to_string(),
             filter("span.attr.reward%20exists"),

@@ -598,6 +598,23 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
             vec![2, 22],
         ),
         (vec!["span.attr.model = small", "attr.task = a"], vec![2]),
+        // Other strings than one, or ordered after one: a short value's rows prove
+        // it, a long one's trace has its spans tested. t24's small is stale.
+        (vec!["span.attr.model != small"], vec![20, 21, 23, 24, 25]),
+        (vec!["span.attr.model != large"], vec![2, 21, 22, 23, 24]),
+        (vec!["span.attr.model != tiny"], vec![2, 20, 21, 22, 23, 25]),
+        (
+            vec!["span.attr.model not in (small, large)"],
+            vec![21, 23, 24],
+        ),
+        (vec!["span.attr.model > small"], vec![21, 24]),
+        (vec!["span.attr.model < b"], vec![23]),
+        (vec!["span.attr.model >= tiny"], vec![21, 24]),
+        (vec!["span.attr.lang != x"], vec![23]),
+        (
+            vec!["span.attr.model != small", "span.kind = model"],
+            vec![20, 21, 23, 24, 25],
+        ),
         (vec!["span.attr.model = medium"], vec![]),
         (vec!["span.attr.nobody = small"], vec![]),
     ];
