@@ -1,10 +1,10 @@
 //! Which `span.attr.` filter of a list an index answers: a short string's
 //! equality through `span_texts`, a number's or boolean's comparison through
 //! `span_ranges`, a name's presence and (on SQLite) a string's inequality or
-//! order through both. And the traces whose rows
-//! there may be stale, `span_attribute_overwrites`: those in which a batch set a
-//! name again on a span an earlier batch stored with it. A list takes every
-//! other trace's rows as exact.
+//! order through both. And the traces whose rows there may be stale,
+//! `span_attribute_overwrites`: those in which a batch set a name again on a
+//! span an earlier batch stored with it. A list takes every other trace's rows
+//! as exact.
 
 use treeline_wire::filter::{Field, SpanField, Test, TraceFilter};
 
@@ -37,8 +37,9 @@ const EITHER: &str = "(SELECT run_id, trace_id, code FROM span_ranges \
 
 impl<'a> Indexed<'a> {
     /// The first of `filters` that `span_texts` answers, else the first that
-    /// `span_ranges` does, else a name's presence: a string's equality is the
-    /// narrower, a presence the widest.
+    /// `span_ranges` does, else a string's inequality or order (where `DB` seeks
+    /// them), else a name's presence: a string's equality is the narrower, a
+    /// presence the widest.
     pub(super) fn find<DB: Dialect>(filters: &'a [TraceFilter]) -> Option<Self> {
         let texts = filters.iter().find_map(span_texts::looked_up);
         let texts = texts.map(|(key, values)| Indexed::Texts(key, values));
