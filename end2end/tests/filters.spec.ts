@@ -24,6 +24,16 @@ test.beforeAll(async ({ request }) => {
   await sendEvents(request, RUN, Array.from({ length: 8 }, (_, i) => rollout(i)).flat());
 });
 
+// Builds `span.attr.NAME OP VALUE` in the filter builder and adds it.
+const addSpanAttributeFilter = async (page: import("@playwright/test").Page, name: string, op: string,
+  value?: string) => {
+  await page.getByLabel("Filter field").selectOption("span.attr.");
+  await page.getByLabel("Span attribute name").fill(name);
+  await page.getByLabel("Filter operator").selectOption(op);
+  if (value !== undefined) await page.getByLabel("Filter value").fill(value);
+  await page.getByRole("button", { name: "Add filter" }).click();
+};
+
 const names = async (page: import("@playwright/test").Page) =>
   (await page.getByRole("list", { name: "Traces", exact: true }).locator(".name").allTextContents()).sort();
 
@@ -122,11 +132,7 @@ test("a span attribute filter from the builder names its attribute in a box of i
   // A span number over a bound: the rollouts whose root span carries a reward of 0.5 up.
   await page.getByRole("button", { name: 'Remove filter span.attr.tool.name = "web search"' }).click();
   await expect(list.getByRole("listitem")).toHaveCount(8);
-  await page.getByLabel("Filter field").selectOption("span.attr.");
-  await page.getByLabel("Span attribute name").fill("reward");
-  await page.getByLabel("Filter operator").selectOption(">=");
-  await page.getByLabel("Filter value").fill("0.5");
-  await page.getByRole("button", { name: "Add filter" }).click();
+  await addSpanAttributeFilter(page, "reward", ">=", "0.5");
   await expect(page).toHaveURL(/filter=span\.attr\.reward%20%3E%3D%200\.5/);
   await expect(list.getByRole("listitem")).toHaveCount(3);
   expect(await names(page)).toEqual(["rollout 5", "rollout 6", "rollout 7"]);
@@ -135,10 +141,7 @@ test("a span attribute filter from the builder names its attribute in a box of i
   // A name's presence, whatever its values: the rollouts with a tool call carry tool.name.
   await page.getByRole("button", { name: "Remove filter span.attr.reward >= 0.5" }).click();
   await expect(list.getByRole("listitem")).toHaveCount(8);
-  await page.getByLabel("Filter field").selectOption("span.attr.");
-  await page.getByLabel("Span attribute name").fill("tool.name");
-  await page.getByLabel("Filter operator").selectOption("exists");
-  await page.getByRole("button", { name: "Add filter" }).click();
+  await addSpanAttributeFilter(page, "tool.name", "exists");
   await expect(page).toHaveURL(/filter=span\.attr\.tool\.name%20exists/);
   await expect(list.getByRole("listitem")).toHaveCount(3);
   expect(await names(page)).toEqual(["rollout 1", "rollout 4", "rollout 7"]);

@@ -363,6 +363,20 @@ async fn matching_in(s: &S, scope: TraceQuery, filters: &[&str]) -> Vec<i64> {
     ids
 }
 
+/// Asserts that each case's filters list its traces, in run r1 and across its
+/// project `proj`.
+async fn assert_in_run_and_project(s: &S, cases: &[(Vec<&str>, Vec<i64>)]) {
+    for (filters, want) in cases {
+        assert_eq!(&matching(s, filters).await, want, "{filters:?}");
+        let project = TraceQuery {
+            project: Some("proj".into()),
+            ..Default::default()
+        };
+        let ids = matching_in(s, project, filters).await;
+        assert_eq!(&ids, want, "project-wide {filters:?}");
+    }
+}
+
 /// Four traces whose spans differ by name, kind, status, error type and attribute:
 /// t0 and t1 both call `physics.integrate`, which fails only in t0; t1 fails in its
 /// reward instead; t3's root fails with an error that is text, not an object.
@@ -618,15 +632,7 @@ async fn span_strings_found_through_their_index_match_each_spans_attributes(s: S
         (vec!["span.attr.model = medium"], vec![]),
         (vec!["span.attr.nobody = small"], vec![]),
     ];
-    let project = || TraceQuery {
-        project: Some("proj".into()),
-        ..Default::default()
-    };
-    for (filters, want) in &cases {
-        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
-        let ids = matching_in(&s, project(), filters).await;
-        assert_eq!(&ids, want, "project-wide {filters:?}");
-    }
+    assert_in_run_and_project(&s, &cases).await;
     // A first page of one counts every match: the overwritten value is not among them.
     let small = TraceQuery {
         run_id: Some("r1".into()),
@@ -758,15 +764,11 @@ async fn span_numbers_found_through_their_ranges_match_each_spans_attributes(s: 
         (&["span.attr.tokens < 200", "span.attr.cached = true"], &[]),
         (&["span.attr.tokens > 200", "attr.task = a"], &[]),
     ];
-    let project = || TraceQuery {
-        project: Some("proj".into()),
-        ..Default::default()
-    };
-    for (filters, want) in cases {
-        assert_eq!(&matching(&s, filters).await, want, "{filters:?}");
-        let ids = matching_in(&s, project(), filters).await;
-        assert_eq!(&ids, want, "project-wide {filters:?}");
-    }
+    let cases: Vec<(Vec<&str>, Vec<i64>)> = cases
+        .iter()
+        .map(|(f, w)| (f.to_vec(), w.to_vec()))
+        .collect();
+    assert_in_run_and_project(&s, &cases).await;
     // A first page of one counts every match: the overwritten 50 is not among them.
     let under = TraceQuery {
         run_id: Some("r1".into()),
