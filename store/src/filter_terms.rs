@@ -193,7 +193,7 @@ fn span_attr_lookup<'a, DB: Dialect>(
     indexed.push_table(&mut q);
     q.push(" x WHERE ");
     push_scope(&mut q, "x", query);
-    indexed.push_test(&mut q, Some(code));
+    indexed.push_test(&mut q, code);
     q
 }
 

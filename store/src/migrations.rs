@@ -389,6 +389,29 @@ mod tests {
 
     /// A SQLite file in a new directory, migrated up to `version` only, as a store
     /// made by an older server would be.
+    /// Writes spans of run r1 as an older store held them: (trace, span, its
+    /// attributes keyed by code, as JSON text).
+    async fn old_spans(pool: &sqlx::SqlitePool, spans: &[(&str, &str, &str)]) {
+        for &(trace, span, attributes) in spans {
+            let count =
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(attributes)
+                    .expect("an object")
+                    .len();
+            sqlx::query(
+                "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
+                 child_count, error_count, attr_count, attributes) \
+                 VALUES ('r1', ?1, ?2, 'llm', 'ok', 1, 1, 0, 0, ?3, ?4)",
+            )
+            .bind(trace)
+            .bind(span)
+            .bind(i64::try_from(count).expect("few"))
+            .bind(attributes)
+            .execute(pool)
+            .await
+            .expect("an older store's span");
+        }
+    }
+
     async fn sqlite_at(version: usize) -> (tempfile::TempDir, sqlx::SqlitePool) {
         use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 
@@ -514,17 +537,12 @@ mod tests {
     async fn span_strings_are_listed_once_a_trace() {
         let (_dir, pool) = sqlite_at(27).await;
         let long = format!(r#"{{"1":"small","3":"{}"}}"#, "x".repeat(300));
-        sqlx::query(
-            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
-             child_count, error_count, attr_count, attributes) \
-             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"small\",\"2\":0.5}'), \
-                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, ?1), \
-                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"large\",\"4\":true}')",
-        )
-        .bind(long)
-        .execute(&pool)
-        .await
-        .expect("an older store's spans");
+        let spans = [
+            ("t1", "s1", r#"{"1":"small","2":0.5}"#),
+            ("t1", "s2", long.as_str()),
+            ("t2", "s1", r#"{"1":"large","4":true}"#),
+        ];
+        old_spans(&pool, &spans).await;
 
         upgrade(&pool).await;
         let rows: Vec<(i64, String, String)> =
@@ -546,14 +564,7 @@ mod tests {
     #[tokio::test]
     async fn span_strings_no_span_holds_are_no_longer_listed() {
         let (_dir, pool) = sqlite_at(28).await;
-        sqlx::query(
-            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
-             child_count, error_count, attr_count, attributes) \
-             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{\"1\":\"large\"}')",
-        )
-        .execute(&pool)
-        .await
-        .expect("an older store's span");
+        old_spans(&pool, &[("t1", "s1", r#"{"1":"large"}"#)]).await;
         sqlx::query(
             "INSERT INTO span_texts (run_id, code, value, trace_id) \
              VALUES ('r1', 1, 'small', 't1'), ('r1', 1, 'large', 't1')",
@@ -576,17 +587,13 @@ mod tests {
     #[tokio::test]
     async fn span_numbers_and_booleans_are_ranged_once_a_trace() {
         let (_dir, pool) = sqlite_at(28).await;
-        sqlx::query(
-            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
-             child_count, error_count, attr_count, attributes) \
-             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":5,\"2\":true}'), \
-                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":9.5,\"2\":false}'), \
-                    ('r1', 't1', 's3', 'llm', 'ok', 1, 1, 0, 0, 2, '{\"1\":\"x\",\"3\":null}'), \
-                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{\"1\":-3}')",
-        )
-        .execute(&pool)
-        .await
-        .expect("an older store's spans");
+        let spans = [
+            ("t1", "s1", r#"{"1":5,"2":true}"#),
+            ("t1", "s2", r#"{"1":9.5,"2":false}"#),
+            ("t1", "s3", r#"{"1":"x","3":null}"#),
+            ("t2", "s1", r#"{"1":-3}"#),
+        ];
+        old_spans(&pool, &spans).await;
 
         upgrade(&pool).await;
         let rows: Vec<(String, i64, i64, f64, f64)> = sqlx::query_as(
@@ -612,17 +619,13 @@ mod tests {
     async fn values_neither_listed_nor_ranged_are_marked_present() {
         let (_dir, pool) = sqlite_at(29).await;
         let long = "x".repeat(257);
-        sqlx::query(&format!(
-            "INSERT INTO spans (run_id, trace_id, span_id, name, status, has_open, has_close, \
-             child_count, error_count, attr_count, attributes) \
-             VALUES ('r1', 't1', 's1', 'llm', 'ok', 1, 1, 0, 0, 4, \
-                     '{{\"1\":[1],\"2\":{{\"k\":1}},\"3\":null,\"4\":\"{long}\"}}'), \
-                    ('r1', 't1', 's2', 'llm', 'ok', 1, 1, 0, 0, 2, '{{\"1\":[2],\"5\":\"short\"}}'), \
-                    ('r1', 't2', 's1', 'llm', 'ok', 1, 1, 0, 0, 1, '{{\"6\":7}}')"
-        ))
-        .execute(&pool)
-        .await
-        .expect("an older store's spans");
+        let first = format!(r#"{{"1":[1],"2":{{"k":1}},"3":null,"4":"{long}"}}"#);
+        let spans = [
+            ("t1", "s1", first.as_str()),
+            ("t1", "s2", r#"{"1":[2],"5":"short"}"#),
+            ("t2", "s1", r#"{"6":7}"#),
+        ];
+        old_spans(&pool, &spans).await;
 
         upgrade(&pool).await;
         let rows: Vec<(String, i64, i64)> = sqlx::query_as(

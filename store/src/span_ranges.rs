@@ -22,8 +22,8 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
 use super::ingest::SpanWrite;
-use super::span_texts;
 use super::statements::push_rows;
+use super::{span_index, span_texts};
 
 /// Rows bound in one upsert: six columns each, far under SQLite's bound.
 pub(super) const CHUNK: usize = 1_000;
@@ -134,7 +134,7 @@ impl<'a> RangeTest<'a> {
             },
             Test::Compare(op, Value::Bool(b)) => RowTest::boolean(&[*b], *op == Op::Ne),
             Test::In { negated, values } => {
-                if let Some(numbers) = all(values, |v| match v {
+                if let Some(numbers) = span_index::all(values, |v| match v {
                     Value::Number(n) => Some(*n),
                     _ => None,
                 }) {
@@ -144,7 +144,7 @@ impl<'a> RangeTest<'a> {
                         RowTest::Among(numbers)
                     }
                 } else {
-                    let booleans = all(values, |v| match v {
+                    let booleans = span_index::all(values, |v| match v {
                         Value::Bool(b) => Some(*b),
                         _ => None,
                     })?;
@@ -165,12 +165,12 @@ impl<'a> RangeTest<'a> {
     /// whose least or greatest is listed, and its inequality by one whose least or
     /// greatest is not. A bound and a boolean are proved by any passing row.
     pub(super) fn push_proof<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
-        let (numbers, join, negate) = match &self.test {
+        if self.split::<DB>().is_some() {
             // Said by each part of the rows (`push_table`).
-            RowTest::Among(_) if DB::SPLIT_EQUALITY => {
-                q.push("x.proved AND ");
-                return;
-            }
+            q.push("x.proved AND ");
+            return;
+        }
+        let (numbers, join, negate) = match &self.test {
             RowTest::Among(numbers) => (numbers, " OR ", ""),
             RowTest::Besides(numbers) => (numbers, " OR ", "NOT "),
             RowTest::Bound(..) | RowTest::Boolean { .. } => return,
@@ -192,6 +192,14 @@ impl<'a> RangeTest<'a> {
         self.key
     }
 
+    /// The numbers of an equality that `DB` reads in two parts (`push_table`).
+    fn split<DB: Dialect>(&self) -> Option<&[f64]> {
+        match &self.test {
+            RowTest::Among(numbers) if DB::SPLIT_EQUALITY => Some(numbers),
+            _ => None,
+        }
+    }
+
     /// Pushes the rows to test, as a table read as `x`: `span_ranges`, or on
     /// SQLite for a number's equality, its rows in two parts that share none.
     /// First those whose greatest value is listed (`span_ranges_hi`), then those
@@ -203,14 +211,10 @@ impl<'a> RangeTest<'a> {
     /// of its index: reading a row's least for the proof made SQLite scan the
     /// run's rows instead.
     pub(super) fn push_table<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
-        let RowTest::Among(numbers) = &self.test else {
+        let Some(numbers) = self.split::<DB>() else {
             q.push("span_ranges");
             return;
         };
-        if !DB::SPLIT_EQUALITY {
-            q.push("span_ranges");
-            return;
-        }
         let columns = "SELECT run_id, trace_id, code, kind";
         q.push(format!(
             "({columns}, TRUE AS proved FROM span_ranges WHERE hi IN ("
@@ -240,7 +244,12 @@ impl<'a> RangeTest<'a> {
             RowTest::Boolean { .. } => BOOLEAN,
             _ => NUMBER,
         };
-        q.push(format!(" AND x.kind = {kind} AND "));
+        q.push(format!(" AND x.kind = {kind}"));
+        if self.split::<DB>().is_some() {
+            // Said by each part of the rows (`push_table`).
+            return;
+        }
+        q.push(" AND ");
         match &self.test {
             RowTest::Boolean {
                 truth: true,
@@ -257,8 +266,6 @@ impl<'a> RangeTest<'a> {
                 };
                 q.push(format!("{column} {} ", op.symbol())).bind(*bound)
             }
-            // Said by each part of the rows (`push_table`).
-            RowTest::Among(_) if DB::SPLIT_EQUALITY => q.push("1 = 1"),
             RowTest::Among(numbers) => push_any_within(q, numbers, ("x.lo", "x.hi >= ")),
             // Only a row of one number, listed, holds no other.
             RowTest::Besides(numbers) => {
@@ -279,13 +286,6 @@ impl RowTest {
             falsity: holds(false),
         }
     }
-}
-
-/// Each of `values` as `pick` reads it, or `None` if one is not of its kind (or
-/// there are none).
-fn all<T>(values: &[Value], pick: impl Fn(&Value) -> Option<T>) -> Option<Vec<T>> {
-    let picked = values.iter().map(pick).collect::<Option<Vec<T>>>()?;
-    (!picked.is_empty()).then_some(picked)
 }
 
 /// Pushes `(lo <= n AND hi > n OR …)` for each of `numbers`, given the least's

@@ -17,6 +17,7 @@ use treeline_wire::filter::{Field, Op, SpanField, Test, TraceFilter, Value};
 use super::attribute_codes::BatchCodes;
 use super::dialect::{Dialect, Sql};
 use super::ingest::SpanWrite;
+use super::span_index;
 use super::statements::{push_rows, TEXT_MAX_BYTES};
 
 /// Rows bound in one insert: four columns each, far under SQLite's bound.
@@ -62,22 +63,29 @@ pub(super) fn looked_up(filter: &TraceFilter) -> Option<(&str, Vec<&str>)> {
     let Field::Span(SpanField::Attr(key)) = &filter.field else {
         return None;
     };
-    fn text(value: &Value) -> Option<&str> {
-        match value {
-            Value::Text(text) if is_kept(text) => Some(text.as_str()),
-            _ => None,
-        }
-    }
     let values = match &filter.test {
-        Test::Compare(Op::Eq, value) => vec![text(value)?],
+        Test::Compare(Op::Eq, value) => vec![short(value)?],
         // A number or boolean among the values is not listed: the spans are read.
         Test::In {
             negated: false,
             values,
-        } => values.iter().map(text).collect::<Option<Vec<_>>>()?,
+        } => span_index::all(values, short)?,
         _ => return None,
     };
     Some((key.as_str(), values))
+}
+
+/// A string value.
+fn text(value: &Value) -> Option<&str> {
+    match value {
+        Value::Text(text) => Some(text.as_str()),
+        _ => None,
+    }
+}
+
+/// A string value short enough to be listed.
+fn short(value: &Value) -> Option<&str> {
+    text(value).filter(|text| is_kept(text))
 }
 
 /// Pushes ` AND x.value IN (…)` for a filter [`looked_up`] answers, on the alias
@@ -113,22 +121,14 @@ impl<'a> Unlisted<'a> {
             Test::In {
                 negated: true,
                 values,
-            } => Unlisted::NotIn(
-                values
-                    .iter()
-                    .map(|v| match v {
-                        Value::Text(text) => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Option<Vec<_>>>()?,
-            ),
+            } => Unlisted::NotIn(span_index::all(values, text)?),
             _ => return None,
         };
         Some((key.as_str(), test))
     }
 
-    /// Pushes ` AND` the test of the rows `x` of [`UNLISTED_ROWS`]: a listed value
-    /// passing, or any string too long to list.
+    /// Pushes ` AND` the test of the rows `x` of both tables (`span_index`): a
+    /// listed value passing, or any string too long to list.
     pub(super) fn push<DB: Dialect>(&self, q: &mut Sql<'a, DB>) {
         q.push(" AND ((x.kind = -1 AND ");
         match self {
@@ -148,13 +148,3 @@ impl<'a> Unlisted<'a> {
         q.push(") OR x.kind = 2)");
     }
 }
-
-/// `span_texts`' rows (kind -1) with `span_ranges`' (no value), as `run_id,
-/// trace_id, code, kind, value`. The parts have no conditions of their own and
-/// the columns' types of the tables, so PostgreSQL reads them as one table and
-/// probes it a trace at a time when a page wants that: with `-1` an `integer`
-/// beside a `bigint`, it scanned the whole of it for each trace (2.2 s).
-pub(super) const UNLISTED_ROWS: &str =
-    "(SELECT run_id, trace_id, code, CAST(-1 AS BIGINT) AS kind, value \
-     FROM span_texts UNION ALL SELECT run_id, trace_id, code, kind, CAST(NULL AS TEXT) AS value \
-     FROM span_ranges)";
